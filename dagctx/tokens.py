@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 
 import tiktoken
 
@@ -37,7 +37,7 @@ def _load_offline(name: str) -> tiktoken.Encoding | None:
     return tiktoken.Encoding(**spec)
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """Return the tiktoken encoding ``name``, loaded once per process.
 

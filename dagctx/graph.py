@@ -1,0 +1,434 @@
+"""ContextGraph: typed nodes in an ordered, multi-parent DAG, with the change cascade.
+
+Edges run parent → child and are stored in a :class:`networkx.DiGraph`. The graph keeps
+these invariants after every public call, and a call that would break one raises a
+:class:`~dagctx.errors.GraphError` subclass before changing anything:
+
+1. **Acyclic**: a link that would close a cycle (including a self-link) is refused
+   (:class:`~dagctx.errors.CycleError`).
+2. **Ordered children**: ``children(p)`` is the order of linking, or the position chosen
+   with ``after=`` / ``index=``; an existing edge is never duplicated.
+3. **Ordered roots**: a root is a node without parents; ``roots()`` lists them in the
+   order they became roots (restore puts a checkpoint's order back exactly).
+4. **Monotonic versions**: a node's version only grows, by one per recorded change.
+5. **Glitch-free notification**: for each change (or, inside :meth:`batch`, for each batch
+   of changes) every ancestor of a changed node gets ``on_child_changed`` exactly once,
+   children before parents, however many paths (diamonds) lead to it.
+6. **Unique ids**: ids are unique; unknown ids raise
+   :class:`~dagctx.errors.NodeNotFoundError`.
+
+Structure checkpoints save edges with child order, root order and node states; content is
+not saved (nodes are live objects).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import networkx as nx
+
+from dagctx.errors import CheckpointError, CycleError, GraphError, NodeNotFoundError
+from dagctx.nodes.base import Node, NodeState, Trace
+
+NodeRef = Node | str
+
+
+@dataclass(frozen=True, slots=True)
+class StructureCheckpoint:
+    """A saved structure: ordered children per parent, root order, node states."""
+
+    name: str
+    children: dict[str, tuple[str, ...]]
+    roots: tuple[str, ...]
+    states: dict[str, NodeState]
+    nodes: dict[str, Node]
+
+
+class ContextGraph:
+    """The DAG of context nodes. See the module docstring for its invariants."""
+
+    def __init__(self) -> None:
+        self._dag = nx.DiGraph()
+        self._nodes: dict[str, Node] = {}
+        self._roots: dict[str, None] = {}
+        self._id_counters: dict[str, itertools.count[int]] = {}
+        self._checkpoints: dict[str, StructureCheckpoint] = {}
+        self._batch_depth = 0
+        self._batch_origins: dict[str, Node] = {}
+        self._batch_descriptions: list[str] = []
+        self._notifying = False
+        self.traces: list[Trace] = []
+        self.scheduled: dict[str, Node] = {}
+        self.clock = 0
+
+    # -- nodes ------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, ref: object) -> bool:
+        if isinstance(ref, Node):
+            return self._nodes.get(ref.id) is ref
+        return isinstance(ref, str) and ref in self._nodes
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self._nodes.values())
+
+    def get(self, node_id: NodeRef) -> Node:
+        """Return the node with ``node_id`` (a node of this graph is returned as is).
+
+        Raises:
+            NodeNotFoundError: no such node in this graph.
+        """
+        if isinstance(node_id, Node):
+            if self._nodes.get(node_id.id) is not node_id:
+                raise NodeNotFoundError(f"node {node_id!r} is not in this graph")
+            return node_id
+        node = self._nodes.get(node_id) if isinstance(node_id, str) else None
+        if node is None:
+            raise NodeNotFoundError(f"unknown node id {node_id!r}")
+        return node
+
+    def new_id(self, type_name: str) -> str:
+        """Return the next free readable id for a node type (``text_1``, ``text_2``, ...)."""
+        counter = self._id_counters.setdefault(type_name, itertools.count(1))
+        while True:
+            candidate = f"{type_name}_{next(counter)}"
+            if candidate not in self._nodes:
+                return candidate
+
+    def add(self, node: Node) -> Node:
+        """Add ``node`` as a new root, giving it an id if it has none; return it.
+
+        Raises:
+            GraphError: the node belongs to a graph already, or its id is taken.
+        """
+        if not isinstance(node, Node):
+            raise GraphError(f"only Node instances can be added, got {type(node).__name__}")
+        if node.graph is not None:
+            raise GraphError(f"node {node.id!r} already belongs to a graph")
+        if node.id and node.id in self._nodes:
+            raise GraphError(f"duplicate node id {node.id!r}")
+        if not node.id:
+            node.id = self.new_id(node.type_name)
+        node.graph = self
+        self._nodes[node.id] = node
+        self._dag.add_node(node.id)
+        self._roots[node.id] = None
+        self.clock += 1
+        node.seq = self.clock
+        self.schedule_changed(node)
+        return node
+
+    def remove(self, ref: NodeRef) -> Node:
+        """Remove a node and its edges; children left without parents become roots.
+
+        Raises:
+            NodeNotFoundError: no such node.
+        """
+        node = self.get(ref)
+        parents = self.parents(node)
+        orphans = [c for c in self.children(node) if self._dag.in_degree(c.id) == 1]
+        self._dag.remove_node(node.id)
+        del self._nodes[node.id]
+        self._roots.pop(node.id, None)
+        self.scheduled.pop(node.id, None)
+        self._batch_origins.pop(node.id, None)
+        node.graph = None
+        for child in orphans:
+            self._roots[child.id] = None
+        for parent in parents:
+            parent.mark_changed(f"removed child {node.id}")
+        return node
+
+    # -- structure --------------------------------------------------------------------
+
+    def roots(self) -> list[Node]:
+        """Nodes without parents, in root order."""
+        return [self._nodes[i] for i in self._roots]
+
+    def parents(self, ref: NodeRef) -> list[Node]:
+        """The node's parents, in the order they were linked."""
+        return [self._nodes[i] for i in self._dag.pred[self.get(ref).id]]
+
+    def children(self, ref: NodeRef) -> list[Node]:
+        """The node's children, in order."""
+        return [self._nodes[i] for i in self._dag.succ[self.get(ref).id]]
+
+    def child_ids(self, node_id: str) -> list[str]:
+        """Ids of a node's children in order (no existence check: hot path)."""
+        return list(self._dag.succ[node_id])
+
+    def has_parents(self, node_id: str) -> bool:
+        return bool(self._dag.pred[node_id])
+
+    def ancestors(self, ref: NodeRef) -> list[Node]:
+        """All ancestors of a node, children before parents (topological order)."""
+        order, _ = self._upward_order([self.get(ref).id])
+        return [self._nodes[i] for i in order]
+
+    def descendants(self, ref: NodeRef) -> list[Node]:
+        """All descendants of a node, in depth-first preorder of the child order."""
+        start = self.get(ref).id
+        seen: set[str] = set()
+        out: list[Node] = []
+        stack = list(reversed(self._dag.succ[start]))
+        while stack:
+            nid = stack.pop()
+            if nid in seen:
+                continue
+            seen.add(nid)
+            out.append(self._nodes[nid])
+            stack.extend(reversed(self._dag.succ[nid]))
+        return out
+
+    def link(
+        self,
+        parent: NodeRef,
+        child: NodeRef,
+        *,
+        after: NodeRef | None = None,
+        index: int | None = None,
+    ) -> None:
+        """Make ``child`` a child of ``parent`` (appended, or after ``after`` / at ``index``).
+
+        Linking an existing edge is a no-op.
+
+        Raises:
+            NodeNotFoundError: an id is unknown.
+            CycleError: the link would close a cycle (a self-link included).
+            GraphError: both ``after`` and ``index`` given, ``after`` is not a child of
+                ``parent``, or ``index`` is not an int.
+        """
+        p, c = self.get(parent), self.get(child)
+        if after is not None and index is not None:
+            raise GraphError("give either after= or index=, not both")
+        if p is c:
+            raise CycleError(f"cannot link node {p.id!r} to itself")
+        if self._dag.has_edge(p.id, c.id):
+            return
+        if nx.has_path(self._dag, c.id, p.id):
+            raise CycleError(f"linking {p.id!r} → {c.id!r} would close a cycle")
+        siblings = list(self._dag.succ[p.id])
+        position = self._position(p, siblings, after, index)
+        tail = siblings[position:]
+        for sibling in tail:
+            self._dag.remove_edge(p.id, sibling)
+        self._dag.add_edge(p.id, c.id)
+        for sibling in tail:
+            self._dag.add_edge(p.id, sibling)
+        self._roots.pop(c.id, None)
+        p.mark_changed(f"linked child {c.id}")
+
+    def _position(
+        self, parent: Node, siblings: list[str], after: NodeRef | None, index: int | None
+    ) -> int:
+        if after is not None:
+            after_id = self.get(after).id
+            if after_id not in siblings:
+                raise GraphError(f"{after_id!r} is not a child of {parent.id!r}")
+            return siblings.index(after_id) + 1
+        if index is None:
+            return len(siblings)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise GraphError(f"index must be an int, got {index!r}")
+        return max(0, min(len(siblings), index if index >= 0 else len(siblings) + index + 1))
+
+    def unlink(self, parent: NodeRef, child: NodeRef) -> None:
+        """Remove the edge ``parent → child``; a child left without parents becomes a root.
+
+        Raises:
+            NodeNotFoundError: an id is unknown.
+            GraphError: there is no such edge.
+        """
+        p, c = self.get(parent), self.get(child)
+        if not self._dag.has_edge(p.id, c.id):
+            raise GraphError(f"{c.id!r} is not a child of {p.id!r}")
+        self._dag.remove_edge(p.id, c.id)
+        if not self._dag.pred[c.id]:
+            self._roots[c.id] = None
+        p.mark_changed(f"unlinked child {c.id}")
+
+    # -- change cascade ---------------------------------------------------------------
+
+    def record_change(self, node: Node, trace: Trace) -> None:
+        """Record a node's change and notify its ancestors (deferred inside a batch)."""
+        self.clock += 1
+        node.seq = self.clock
+        self.traces.append(trace)
+        if self._notifying:
+            return  # an ancestor reacting to a notification: its ancestors come next anyway
+        if self._batch_depth:
+            self._batch_origins.setdefault(node.id, node)
+            self._batch_descriptions.append(trace.description)
+        else:
+            self._notify([node.id], trace.description)
+
+    def notify_ancestors(self, node: Node, description: str) -> None:
+        """Notify the ancestors of ``node`` of a change without recording one."""
+        if self._batch_depth:
+            self._batch_origins.setdefault(node.id, node)
+            self._batch_descriptions.append(description)
+        else:
+            self._notify([node.id], description)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Defer notifications; on exit notify each affected ancestor exactly once."""
+        self._batch_depth += 1
+        try:
+            yield
+        finally:
+            self._batch_depth -= 1
+            if not self._batch_depth:
+                self.flush()
+
+    def flush(self) -> list[Node]:
+        """Notify the ancestors of the changes collected in a batch; return them in order."""
+        origins = [i for i in self._batch_origins if i in self._nodes]
+        descriptions = self._batch_descriptions
+        self._batch_origins, self._batch_descriptions = {}, []
+        if not origins:
+            return []
+        summary = descriptions[0] if len(descriptions) == 1 else f"{len(descriptions)} changes"
+        return self._notify(origins, summary)
+
+    def _notify(self, origins: Sequence[str], description: str) -> list[Node]:
+        order, via = self._upward_order(origins)
+        notified: list[Node] = []
+        self._notifying = True
+        try:
+            for nid in order:
+                node = self._nodes[nid]
+                node.on_child_changed(self._nodes[via[nid]], description)
+                notified.append(node)
+        finally:
+            self._notifying = False
+        return notified
+
+    def _upward_order(self, origins: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+        """Ancestors of ``origins`` (excluding them), each once, children before parents.
+
+        Also returns, per ancestor, the first child through which a change reached it.
+        Costs O(edges among the ancestors), whatever the fan-out of the nodes involved.
+        """
+        pred = self._dag.pred
+        seen = set(origins)
+        found: list[str] = []
+        frontier = list(origins)
+        while frontier:
+            upper: list[str] = []
+            for nid in frontier:
+                for parent in pred[nid]:
+                    if parent not in seen:
+                        seen.add(parent)
+                        found.append(parent)
+                        upper.append(parent)
+            frontier = upper
+        # Kahn's algorithm over the ancestors: a node is ready once every affected child of
+        # it has been processed (origins count as processed from the start).
+        pending = dict.fromkeys(found, 0)
+        for nid in found:
+            for parent in pred[nid]:
+                pending[parent] += 1
+        via: dict[str, str] = {}
+        for origin in origins:
+            for parent in pred[origin]:
+                via.setdefault(parent, origin)
+        ready = deque(nid for nid in found if pending[nid] == 0)
+        order: list[str] = []
+        while ready:
+            nid = ready.popleft()
+            order.append(nid)
+            for parent in pred[nid]:
+                via.setdefault(parent, nid)
+                pending[parent] -= 1
+                if pending[parent] == 0:
+                    ready.append(parent)
+        return order, via
+
+    # -- scheduling -------------------------------------------------------------------
+
+    def schedule_changed(self, node: Node) -> None:
+        """Keep :attr:`scheduled` (running nodes with a tick frequency) up to date."""
+        if node.mode == "running" and node.frequency.kind != "never":
+            self.scheduled[node.id] = node
+        else:
+            self.scheduled.pop(node.id, None)
+
+    # -- structure checkpoints --------------------------------------------------------
+
+    def checkpoint(self, name: str) -> StructureCheckpoint:
+        """Save the structure (ordered edges, root order, node states) under ``name``.
+
+        Raises:
+            CheckpointError: ``name`` is not a non-empty string.
+        """
+        if not isinstance(name, str) or not name:
+            raise CheckpointError(f"checkpoint name must be a non-empty string, got {name!r}")
+        succ = self._dag.succ
+        saved = StructureCheckpoint(
+            name=name,
+            children={n: tuple(succ[n]) for n in self._nodes if succ[n]},
+            roots=tuple(self._roots),
+            states={n: node.state for n, node in self._nodes.items()},
+            nodes=dict(self._nodes),
+        )
+        self._checkpoints[name] = saved
+        return saved
+
+    def checkpoints(self) -> list[str]:
+        """Names of the saved structure checkpoints, oldest first."""
+        return list(self._checkpoints)
+
+    def get_checkpoint(self, name: str) -> StructureCheckpoint:
+        """Return a saved checkpoint. Raises CheckpointError for unknown names."""
+        try:
+            return self._checkpoints[name]
+        except (KeyError, TypeError):
+            known = ", ".join(map(repr, self._checkpoints)) or "none"
+            raise CheckpointError(f"unknown checkpoint {name!r}; saved: {known}") from None
+
+    def put_checkpoint(self, checkpoint: StructureCheckpoint) -> None:
+        """Store a checkpoint built elsewhere (used when loading a saved session)."""
+        self._checkpoints[checkpoint.name] = checkpoint
+
+    def restore(self, name: str) -> list[str]:
+        """Put back the structure saved under ``name``; return ids of nodes created since.
+
+        Nodes created after the checkpoint survive as roots (after the saved roots);
+        nodes removed since come back. Parents whose children differ and nodes whose
+        state differs get a version bump, so caches stay valid.
+
+        Raises:
+            CheckpointError: no checkpoint has that name (nothing changes).
+        """
+        saved = self.get_checkpoint(name)
+        newer = [nid for nid in self._nodes if nid not in saved.nodes]
+        with self.batch():
+            for nid, node in saved.nodes.items():
+                if nid not in self._nodes:
+                    node.graph = None
+                    self.add(node)
+            changed_parents = [
+                nid
+                for nid in self._nodes
+                if tuple(self._dag.succ[nid]) != saved.children.get(nid, ())
+            ]
+            for nid in changed_parents:
+                self._dag.remove_edges_from([(nid, c) for c in list(self._dag.succ[nid])])
+            for nid in changed_parents:
+                self._dag.add_edges_from((nid, c) for c in saved.children.get(nid, ()))
+            self._roots = dict.fromkeys(saved.roots)
+            for nid in newer:
+                if not self._dag.pred[nid]:
+                    self._roots[nid] = None
+            for nid in changed_parents:
+                self._nodes[nid].mark_changed(f"restored children from checkpoint {name!r}")
+            for nid, state in saved.states.items():
+                self._nodes[nid].set_state(state)
+        return newer

@@ -1,0 +1,8 @@
+"""Node types of the context DAG; each type lives in its own module and registers itself."""
+
+from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
+from dagctx.nodes.group import GroupNode
+from dagctx.nodes.registry import node_types
+from dagctx.nodes.text import TextNode
+
+__all__ = ["GroupNode", "Node", "NodeState", "TextNode", "TickFrequency", "Trace", "node_types"]

@@ -1,0 +1,356 @@
+"""The node base class, node states, tick frequencies and change traces.
+
+A :class:`Node` owns its content and knows how to render it at each :class:`NodeState`.
+It does not own structure: parents and children live in the :class:`~dagctx.graph.ContextGraph`
+the node belongs to. Every change to what a node renders goes through
+:meth:`Node.mark_changed`, which bumps :attr:`Node.version` by one and lets the graph record a
+:class:`Trace` and notify the ancestors, so caches keyed by ``(id, version, state)`` are
+always valid.
+
+Subclasses set ``type_name`` (which registers them for :meth:`Node.from_dict`), implement
+:meth:`render_state`, :meth:`data_dict` and :meth:`from_data`, and, if their content comes
+from outside, :meth:`recompute` (returning whether the content changed: early cutoff).
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from dagctx.errors import GraphError
+from dagctx.nodes.registry import register_node_type, resolve_node_type
+
+if TYPE_CHECKING:
+    from dagctx.graph import ContextGraph
+
+
+class NodeState(enum.IntEnum):
+    """How much of a node the projection shows, in increasing detail."""
+
+    HIDDEN = 0
+    COLLAPSED = 1
+    SUMMARY = 2
+    DETAILS = 3
+    ALL = 4
+
+    @classmethod
+    def parse(cls, value: NodeState | str | int) -> NodeState:
+        """Return the state named or numbered by ``value``.
+
+        Raises:
+            GraphError: ``value`` names no state.
+        """
+        if isinstance(value, NodeState):
+            return value
+        if isinstance(value, str) and value.upper() in cls.__members__:
+            return cls[value.upper()]
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 4:
+            return cls(value)
+        names = ", ".join(cls.__members__)
+        raise GraphError(f"unknown node state {value!r}; expected one of {names}")
+
+
+@dataclass(frozen=True, slots=True)
+class TickFrequency:
+    """When a running node is recomputed: every turn, every ``seconds``, or never."""
+
+    kind: Literal["turn", "period", "never"]
+    seconds: float = 0.0
+
+    @classmethod
+    def turn(cls) -> TickFrequency:
+        """Recompute at every tick."""
+        return cls("turn")
+
+    @classmethod
+    def period(cls, seconds: float) -> TickFrequency:
+        """Recompute at a tick when at least ``seconds`` passed since the last recompute.
+
+        Raises:
+            GraphError: ``seconds`` is not a positive number.
+        """
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+            raise GraphError(f"period must be a positive number of seconds, got {seconds!r}")
+        return cls("period", float(seconds))
+
+    @classmethod
+    def never(cls) -> TickFrequency:
+        """Never recompute on tick (content changes only through explicit calls)."""
+        return cls("never")
+
+    def is_due(self, now: float, last_run: float | None) -> bool:
+        """Whether a node last recomputed at ``last_run`` is due at time ``now``."""
+        if self.kind == "turn":
+            return True
+        if self.kind == "never":
+            return False
+        return last_run is None or now - last_run >= self.seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "seconds": self.seconds}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TickFrequency:
+        kind = data.get("kind")
+        if kind == "period":
+            return cls.period(data.get("seconds", 0.0))
+        if kind in ("turn", "never"):
+            return cls(kind)
+        raise GraphError(f"unknown tick frequency {data!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """One recorded change of one node: the version step and why it happened."""
+
+    node_id: str
+    old_version: int
+    new_version: int
+    description: str
+    at: float
+    #: True for a change derived from a descendant's change (a group's summary going
+    #: stale); the projection's "changes since last turn" lists only direct changes.
+    derived: bool = False
+
+
+class Node:
+    """Base class of every context node.
+
+    Attributes:
+        id: stable, readable id unique in its graph (``text_3``); assigned by the graph.
+        version: starts at 0; +1 for every change of what the node renders.
+        state: the requested :class:`NodeState` (the projection may degrade it).
+        mode: ``"running"`` (recomputed when its frequency is due) or ``"paused"``.
+        frequency: the node's :class:`TickFrequency`.
+        priority: higher survives budget pressure longer; ``None`` uses the type default.
+        tags: free-form labels.
+        created_at / updated_at: wall-clock seconds.
+        seq: the graph's logical clock at the last change (recency, deterministic).
+    """
+
+    type_name: ClassVar[str] = "node"
+    default_state: ClassVar[NodeState] = NodeState.DETAILS
+    default_priority: ClassVar[int] = 50
+    default_frequency: ClassVar[TickFrequency] = TickFrequency.never()
+    #: Volatile nodes change nearly every turn; the projection renders them last.
+    volatile: ClassVar[bool] = False
+    #: States at which the projection walks into the node's children.
+    expands_at: ClassVar[frozenset[NodeState]] = frozenset({NodeState.DETAILS, NodeState.ALL})
+
+    __slots__ = (
+        "__weakref__",
+        "_priority",
+        "created_at",
+        "frequency",
+        "graph",
+        "id",
+        "last_run",
+        "mode",
+        "seq",
+        "state",
+        "tags",
+        "updated_at",
+        "version",
+    )
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "type_name" in cls.__dict__:
+            register_node_type(cls.type_name, cls)
+
+    def __init__(
+        self,
+        *,
+        id: str | None = None,
+        state: NodeState | str | None = None,
+        priority: int | None = None,
+        frequency: TickFrequency | None = None,
+        tags: Iterable[str] = (),
+        mode: Literal["running", "paused"] = "running",
+    ) -> None:
+        if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+            raise GraphError(f"priority must be an int, got {priority!r}")
+        if mode not in ("running", "paused"):
+            raise GraphError(f"mode must be 'running' or 'paused', got {mode!r}")
+        self.id: str = id or ""
+        self.version = 0
+        self.state = self.default_state if state is None else NodeState.parse(state)
+        self.mode: Literal["running", "paused"] = mode
+        self.frequency = frequency or self.default_frequency
+        self._priority = priority
+        self.tags: set[str] = set(tags)
+        self.created_at = self.updated_at = time.time()
+        self.graph: ContextGraph | None = None
+        self.last_run: float | None = None
+        self.seq = 0
+
+    # -- identity and structure -------------------------------------------------------
+
+    @property
+    def priority(self) -> int:
+        """The node's priority: its own if set, else the type default."""
+        return self.default_priority if self._priority is None else self._priority
+
+    @priority.setter
+    def priority(self, value: int | None) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise GraphError(f"priority must be an int or None, got {value!r}")
+        if value != self._priority:
+            self._priority = value
+            self.mark_changed(f"priority: {value}")
+
+    @property
+    def parents(self) -> list[Node]:
+        """The node's parents (empty outside a graph)."""
+        return self.graph.parents(self) if self.graph is not None else []
+
+    @property
+    def children(self) -> list[Node]:
+        """The node's children in order (empty outside a graph)."""
+        return self.graph.children(self) if self.graph is not None else []
+
+    def label(self) -> str:
+        """A short human-readable name (a path, a title) used in references and tables."""
+        return self.id
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} {self.id or '(unattached)'} v{self.version} {self.state.name}>"
+        )
+
+    # -- change -----------------------------------------------------------------------
+
+    def mark_changed(self, description: str, *, derived: bool = False) -> Trace:
+        """Record a change: version + 1, a :class:`Trace`, and notification of all ancestors.
+
+        Inside a graph batch (a tick) the ancestors are notified once when the batch ends.
+        ``derived`` marks a change caused by a descendant's change.
+        """
+        old = self.version
+        self.version = old + 1
+        self.updated_at = time.time()
+        trace = Trace(self.id, old, self.version, description, self.updated_at, derived)
+        if self.graph is not None:
+            self.graph.record_change(self, trace)
+        return trace
+
+    def notify_parents(self, description: str) -> None:
+        """Notify every ancestor of a change of this node (each exactly once)."""
+        if self.graph is not None:
+            self.graph.notify_ancestors(self, description)
+
+    def on_child_changed(self, child: Node, description: str) -> None:
+        """Called once per change (or per tick batch) when a descendant changed.
+
+        ``child`` is the direct child through which the change arrived. The default does
+        nothing; containers override it (a group's summary goes stale).
+        """
+
+    def set_state(self, state: NodeState | str) -> None:
+        """Request a rendering state; a change of state is a change (version + 1).
+
+        Raises:
+            GraphError: ``state`` names no state.
+        """
+        new = NodeState.parse(state)
+        if new != self.state:
+            old, self.state = self.state, new
+            self.mark_changed(f"state: {old.name} → {new.name}")
+
+    def run(self, frequency: TickFrequency | None = None) -> None:
+        """Put the node in running mode, optionally with a new frequency."""
+        self.mode = "running"
+        if frequency is not None:
+            self.frequency = frequency
+        if self.graph is not None:
+            self.graph.schedule_changed(self)
+
+    def pause(self) -> None:
+        """Stop recomputing the node on tick (its content stays as it is)."""
+        self.mode = "paused"
+        if self.graph is not None:
+            self.graph.schedule_changed(self)
+
+    def recompute(self) -> bool:
+        """Refresh the content from its source; return whether it changed.
+
+        Implementations call :meth:`mark_changed` only when the content really differs
+        (early cutoff). The base node has no source and returns ``False``.
+        """
+        return False
+
+    # -- rendering --------------------------------------------------------------------
+
+    def render(self, state: NodeState | None = None) -> str:
+        """Return the node's own text at ``state`` (default: its requested state).
+
+        HIDDEN renders as the empty string. Children are not included: the projection
+        walks them itself.
+        """
+        state = self.state if state is None else state
+        if state == NodeState.HIDDEN:
+            return ""
+        return self.render_state(state)
+
+    def render_state(self, state: NodeState) -> str:
+        """Render the node at a visible ``state``; subclasses override."""
+        return f"{self.type_name} {self.id}"
+
+    def min_state(self) -> NodeState:
+        """The lowest visible state the projection may degrade this node to."""
+        return NodeState.COLLAPSED
+
+    # -- serialization ----------------------------------------------------------------
+
+    def data_dict(self) -> dict[str, Any]:
+        """The type-specific part of :meth:`to_dict` (JSON-serialisable)."""
+        return {}
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Node:
+        """Build a node of this type from :meth:`data_dict` output."""
+        return cls()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict that :meth:`Node.from_dict` turns back into this node."""
+        return {
+            "type": self.type_name,
+            "id": self.id,
+            "version": self.version,
+            "state": self.state.name,
+            "mode": self.mode,
+            "frequency": self.frequency.to_dict(),
+            "priority": self._priority,
+            "tags": sorted(self.tags),
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "data": self.data_dict(),
+        }
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Node:
+        """Rebuild a node from :meth:`to_dict` output, dispatching on its ``type``.
+
+        Raises:
+            GraphError: the type is unknown or the data is malformed.
+        """
+        if not isinstance(data, dict):
+            raise GraphError(f"node data must be a dict, got {type(data).__name__}")
+        cls = resolve_node_type(data.get("type"))
+        try:
+            node = cls.from_data(data.get("data") or {})
+            node.id = str(data["id"])
+            node.version = int(data["version"])
+            node.state = NodeState.parse(data["state"])
+            node.mode = data.get("mode", "running")
+            node.frequency = TickFrequency.from_dict(data.get("frequency") or {"kind": "never"})
+            node._priority = data.get("priority")
+            node.tags = set(data.get("tags", ()))
+            node.created_at = float(data.get("created_at", node.created_at))
+            node.updated_at = float(data.get("updated_at", node.updated_at))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise GraphError(f"malformed {cls.type_name} node data: {exc!r}") from exc
+        return node

@@ -1,0 +1,99 @@
+"""GroupNode: a named set of children, shown as a summary or expanded.
+
+At DETAILS and ALL the projection renders the group's header and walks its children. At
+SUMMARY it shows the group's summary instead of the children. The default summarizer is
+deterministic (one line per child, from the child's COLLAPSED render) and is computed at
+render time, so it is always fresh. A custom summarizer (sync or async callable, e.g. an
+LLM) is run only at tick: when a child changes, the summary goes stale and SUMMARY shows
+the children collapsed until the next tick refreshes it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar
+
+from dagctx.nodes.base import Node, NodeState
+
+Summarizer = Callable[["GroupNode", Sequence[Node]], "str | Awaitable[str]"]
+
+SUMMARY_LINES = 50
+
+
+def default_summary(children: Sequence[Node]) -> str:
+    """One line per child (its COLLAPSED render), at most :data:`SUMMARY_LINES` lines."""
+    lines = [child.render(NodeState.COLLAPSED).split("\n", 1)[0] for child in children]
+    lines = [line if line.startswith("- ") else f"- {line}" for line in lines[:SUMMARY_LINES]]
+    if len(children) > SUMMARY_LINES:
+        lines.append(f"- … and {len(children) - SUMMARY_LINES} more")
+    return "\n".join(lines)
+
+
+class GroupNode(Node):
+    """A named group of child nodes."""
+
+    type_name: ClassVar[str] = "group"
+    default_state: ClassVar[NodeState] = NodeState.SUMMARY
+    default_priority: ClassVar[int] = 60
+
+    __slots__ = ("_summary", "stale", "summarizer", "title")
+
+    def __init__(
+        self, title: str | None = None, *, summarizer: Summarizer | None = None, **fields: Any
+    ) -> None:
+        super().__init__(**fields)
+        self.title = title
+        self.summarizer = summarizer
+        self._summary: str | None = None
+        self.stale = summarizer is not None
+
+    def label(self) -> str:
+        return self.title or self.id
+
+    def on_child_changed(self, child: Node, description: str) -> None:
+        """A change below changes the SUMMARY render (and makes a custom summary stale),
+        so the group's version goes up (a derived change)."""
+        if self.summarizer is not None:
+            self.stale = True
+        self.mark_changed(f"below: {description}", derived=True)
+
+    @property
+    def summary(self) -> str | None:
+        """The current summary, or None while a custom summary is stale or not yet made."""
+        if self.summarizer is None:
+            return default_summary(self.children)
+        return None if self.stale else self._summary
+
+    async def refresh_summary(self) -> bool:
+        """Run the custom summarizer if the summary is stale; return whether it changed."""
+        if self.summarizer is None or not self.stale:
+            return False
+        result = self.summarizer(self, self.children)
+        text = await result if inspect.isawaitable(result) else result
+        self._summary, self.stale = str(text), False
+        self.mark_changed("summary refreshed")
+        return True
+
+    def render_state(self, state: NodeState) -> str:
+        children = self.children
+        if state == NodeState.COLLAPSED:
+            return f"## {self.label()} (#{self.id}, {len(children)} children, collapsed)"
+        if state == NodeState.SUMMARY:
+            summary = self.summary
+            if summary is None:
+                stale = default_summary(children)
+                return f"## {self.label()} (#{self.id}, summary pending)\n{stale}"
+            return f"## {self.label()} (#{self.id}, summary)\n{summary}"
+        if state == NodeState.ALL:
+            return f"## {self.label()} (#{self.id}, {len(children)} children)"
+        return f"## {self.label()} (#{self.id})"
+
+    def data_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "summary": self._summary}
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> GroupNode:
+        group = cls(data.get("title"))
+        group._summary = data.get("summary")
+        return group

@@ -1,0 +1,251 @@
+"""TextNode: a file under the session root, whole or as a line range.
+
+The node reads its file when created and again on :meth:`TextNode.recompute`, which
+compares mtime and size first and the content digest second, so an untouched file costs
+one ``stat`` and a touched-but-identical file does not bump the version (early cutoff).
+Binary, non-UTF-8, unreadable and deleted files render a one-line placeholder instead of
+content. A file larger than ``max_bytes`` is never loaded whole: only its first
+``max_bytes`` (or the requested line range) are read, and the render says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+import os
+import re
+from itertools import islice
+from pathlib import Path
+from typing import Any, ClassVar
+
+from dagctx.nodes.base import Node, NodeState, TickFrequency
+
+DEFAULT_MAX_BYTES = 1_000_000
+_SNIFF_BYTES = 8192
+_OUTLINE = re.compile(
+    r"^(?:(?:async\s+)?def |class |function |export |interface |struct |enum |impl |"
+    r"(?:pub\s+)?fn |func |type |#{1,3} )"
+)
+_LANGUAGES = {
+    ".py": "python", ".js": "javascript", ".ts": "typescript", ".tsx": "tsx", ".jsx": "jsx",
+    ".rs": "rust", ".go": "go", ".java": "java", ".c": "c", ".h": "c", ".cpp": "cpp",
+    ".hpp": "cpp", ".rb": "ruby", ".sh": "bash", ".md": "markdown", ".json": "json",
+    ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".html": "html", ".css": "css",
+    ".sql": "sql", ".kt": "kotlin", ".swift": "swift", ".php": "php", ".cs": "csharp",
+}  # fmt: skip
+
+
+class TextNode(Node):
+    """File content, optionally lines ``start_line``..``end_line`` (1-based, inclusive)."""
+
+    type_name: ClassVar[str] = "text"
+    default_state: ClassVar[NodeState] = NodeState.DETAILS
+    default_priority: ClassVar[int] = 40
+    default_frequency: ClassVar[TickFrequency] = TickFrequency.turn()
+
+    __slots__ = (
+        "_digest",
+        "_lines",
+        "_stat",
+        "end_line",
+        "max_bytes",
+        "media_type",
+        "notice",
+        "path",
+        "placeholder",
+        "root",
+        "start_line",
+        "total_bytes",
+    )
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        root: str | os.PathLike[str] = ".",
+        start_line: int | None = None,
+        end_line: int | None = None,
+        media_type: str | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        **node_fields: Any,
+    ) -> None:
+        super().__init__(**node_fields)
+        self.root = Path(root).resolve()
+        self.path = Path(path).as_posix()
+        self.start_line = start_line
+        self.end_line = end_line
+        self.media_type = media_type or mimetypes.guess_type(self.path)[0] or "text/plain"
+        self.max_bytes = max_bytes
+        self._lines: list[str] = []
+        self.placeholder: str | None = None
+        self.notice: str | None = None
+        self._stat: tuple[int, int] | None = None
+        self._digest = b""
+        self.total_bytes = 0
+        self._load(self._read())
+
+    # -- reading ----------------------------------------------------------------------
+
+    @property
+    def abspath(self) -> Path:
+        return self.root / self.path
+
+    @property
+    def lines(self) -> list[str]:
+        """The lines shown (without line ends); empty when a placeholder stands instead."""
+        return self._lines
+
+    @property
+    def content(self) -> str:
+        return "\n".join(self._lines)
+
+    def _read(self) -> tuple[tuple[int, int] | None, str | None, list[str], str | None]:
+        """Read the file: (stat key, placeholder, lines, notice)."""
+        try:
+            st = self.abspath.stat()
+        except FileNotFoundError:
+            return None, "[file deleted]", [], None
+        except OSError as exc:
+            return None, f"[file unreadable: {exc.strerror or exc}]", [], None
+        key = (st.st_mtime_ns, st.st_size)
+        if not self.abspath.is_file():
+            return key, "[not a regular file]", [], None
+        self.total_bytes = st.st_size
+        try:
+            with self.abspath.open("rb") as handle:
+                head = handle.read(_SNIFF_BYTES)
+                if b"\x00" in head:
+                    return key, f"[binary file, {st.st_size:,} bytes, not shown]", [], None
+                data = head + handle.read(max(0, self.max_bytes - len(head)))
+        except OSError as exc:
+            return key, f"[file unreadable: {exc.strerror or exc}]", [], None
+        truncated = st.st_size > len(data)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if not (truncated and exc.start >= len(data) - 3):
+                return key, f"[not UTF-8 text (byte {exc.start:,}), not shown]", [], None
+            text = data[: exc.start].decode("utf-8")  # a character cut by max_bytes
+        lines = text.splitlines()
+        notice = None
+        if truncated:
+            lines = lines[:-1] if lines and not text.endswith("\n") else lines
+            notice = (
+                f"[file is {st.st_size:,} bytes; only the first {len(lines):,} lines were read;"
+                " open a line range to see more]"
+            )
+        if self.start_line is not None or self.end_line is not None:
+            start = max(1, self.start_line or 1)
+            stop = self.end_line if self.end_line is not None else None
+            lines = list(islice(lines, start - 1, stop))
+        return key, None, lines, notice
+
+    def _load(self, read: tuple[tuple[int, int] | None, str | None, list[str], str | None]) -> bool:
+        """Adopt a read result; return whether what the node shows changed."""
+        key, placeholder, lines, notice = read
+        self._stat = key
+        digest = hashlib.blake2b(
+            "\n".join([placeholder or "", notice or "", *lines]).encode("utf-8", "replace"),
+            digest_size=16,
+        ).digest()
+        if digest == self._digest:
+            return False
+        self._digest = digest
+        self.placeholder, self._lines, self.notice = placeholder, lines, notice
+        return True
+
+    def recompute(self) -> bool:
+        """Re-read the file if its mtime or size changed; bump the version only if the
+        shown content differs."""
+        try:
+            st = self.abspath.stat()
+            key: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            key = None
+        if key is not None and key == self._stat:
+            return False
+        if key is None and self.placeholder == "[file deleted]":
+            return False
+        if not self._load(self._read()):
+            return False
+        self.mark_changed(
+            "file deleted" if self.placeholder == "[file deleted]" else "content changed"
+        )
+        return True
+
+    # -- rendering --------------------------------------------------------------------
+
+    def label(self) -> str:
+        if self.start_line is None and self.end_line is None:
+            return self.path
+        return f"{self.path}:{self.start_line or 1}-{self.end_line or ''}"
+
+    def _header(self) -> str:
+        return f"### {self.label()} (#{self.id})"
+
+    def _fence(self, body: str) -> str:
+        fence = "```"
+        while fence in body:
+            fence += "`"
+        language = _LANGUAGES.get(Path(self.path).suffix.lower(), "")
+        return f"{fence}{language}\n{body}\n{fence}"
+
+    def render_state(self, state: NodeState) -> str:
+        n = len(self._lines)
+        if self.placeholder is not None:
+            if state == NodeState.COLLAPSED:
+                return f"- {self.label()} {self.placeholder}"
+            return f"{self._header()}\n{self.placeholder}"
+        if state == NodeState.COLLAPSED:
+            return f"- {self.label()} ({n} lines)"
+        if state == NodeState.SUMMARY:
+            outline = [line for line in self._lines if _OUTLINE.match(line)][:40]
+            shown = outline or self._lines[:5]
+            rest = f"({n} lines; outline)" if outline else f"({n} lines; first {len(shown)})"
+            return "\n".join([self._header(), rest, *shown])
+        return self.render_cut(state, n)
+
+    def cuttable_lines(self) -> int:
+        """How many lines the projection may cut from this node (0: not cuttable)."""
+        return 0 if self.placeholder is not None else len(self._lines)
+
+    def render_cut(self, state: NodeState, keep: int) -> str:
+        """Render at DETAILS (plain) or ALL (numbered lines) keeping the first ``keep`` lines."""
+        first = self.start_line or 1
+        shown = self._lines[:keep]
+        if state >= NodeState.ALL:
+            width = len(str(first + len(self._lines)))
+            shown = [f"{first + i:>{width}} {line}" for i, line in enumerate(shown)]
+        parts = [self._header(), self._fence("\n".join(shown))]
+        cut = len(self._lines) - keep
+        if cut > 0:
+            parts.append(
+                f"[… {cut} more lines cut to fit the budget: lines {first + keep}-"
+                f"{first + len(self._lines) - 1} of {self.path}]"
+            )
+        if self.notice:
+            parts.append(self.notice)
+        return "\n".join(parts)
+
+    # -- serialization ----------------------------------------------------------------
+
+    def data_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "root": str(self.root),
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "media_type": self.media_type,
+            "max_bytes": self.max_bytes,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> TextNode:
+        return cls(
+            data["path"],
+            root=data.get("root", "."),
+            start_line=data.get("start_line"),
+            end_line=data.get("end_line"),
+            media_type=data.get("media_type"),
+            max_bytes=data.get("max_bytes", DEFAULT_MAX_BYTES),
+        )

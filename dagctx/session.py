@@ -1,0 +1,377 @@
+"""Session: a context graph rooted in a directory, ticked once per agent turn.
+
+A :class:`Session` owns the :class:`~dagctx.graph.ContextGraph`, the token counter, the
+section cache and a background loop. Nodes change only inside :meth:`Session.tick` (or
+through explicit calls); background work (shell commands, locks, MCP, file watching) only
+queues results, which the next tick applies. ``tick`` runs, in order:
+
+1. apply queued background results and pending file changes;
+2. recompute each running node whose frequency is due;
+3. collect the traces of this turn;
+4. notify ancestors (each once per tick, children first) and refresh stale summaries;
+5. build the projection.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dagctx.background import BackgroundLoop
+from dagctx.errors import BudgetError, DagctxError, PathError
+from dagctx.graph import ContextGraph, NodeRef
+from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
+from dagctx.nodes.group import GroupNode, Summarizer
+from dagctx.nodes.text import TextNode
+from dagctx.projection import Projection, SectionCache, build_projection
+from dagctx.tokens import DEFAULT_ENCODING, TokenCounter
+
+_current: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
+    "dagctx_session", default=None
+)
+
+
+def current_session() -> Session:
+    """The session of the innermost ``with Session(...)`` block.
+
+    Raises:
+        DagctxError: no session is active.
+    """
+    session = _current.get()
+    if session is None:
+        raise DagctxError("no current session: open one with `with Session(...) as s:`")
+    return session
+
+
+def check_budget(budget: object) -> int:
+    """Return ``budget`` if it is a positive int. Raises BudgetError naming it otherwise."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise BudgetError(f"budget must be a positive integer number of tokens, got {budget!r}")
+    return budget
+
+
+@dataclass(frozen=True, slots=True)
+class TickResult:
+    """What one tick did: the turn number, the traces of the turn, the recomputed node
+    ids, the projection, and how long the tick took (seconds)."""
+
+    turn: int
+    changes: list[Trace]
+    recomputed: list[str]
+    projection: Projection
+    duration: float = 0.0
+
+
+class Session:
+    """A context graph over the files under ``root``, with a token budget.
+
+    Args:
+        root: the directory files are read from; paths outside it are refused.
+        budget: the token budget of each projection (a positive int).
+        encoding: the tiktoken encoding to count with (default works offline).
+
+    Raises:
+        BudgetError, EncodingError, PathError: bad budget, encoding or root.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] = ".",
+        budget: int = 8000,
+        encoding: str = DEFAULT_ENCODING,
+    ) -> None:
+        self.budget = check_budget(budget)
+        root_path = Path(root).expanduser()
+        if not root_path.is_dir():
+            raise PathError(f"session root {str(root)!r} is not a directory")
+        self.root = root_path.resolve()
+        self.counter = TokenCounter(encoding)
+        self.encoding = encoding
+        self.graph = ContextGraph()
+        self.cache = SectionCache(self.counter)
+        self.turn = 0
+        self.background = BackgroundLoop()
+        self._intake: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._pending_paths: set[str] = set()
+        self._pending_lock = threading.Lock()
+        self._path_index: dict[str, list[TextNode]] = {}
+        self._trace_mark = 0
+        self._last_projection: Projection | None = None
+        self._refresh: dict[str, Node] = {}
+        self._closers: list[Callable[[], None]] = []
+        self._tokens: list[contextvars.Token[Session | None]] = []
+        self.closed = False
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def __enter__(self) -> Session:
+        self._tokens.append(_current.set(self))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._tokens:
+            _current.reset(self._tokens.pop())
+        self.close()
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` when the session closes (release locks, stop processes)."""
+        self._closers.append(callback)
+
+    def close(self) -> None:
+        """Run the close callbacks (last registered first) and stop the background loop."""
+        if self.closed:
+            return
+        self.closed = True
+        while self._closers:
+            self._closers.pop()()
+        self.background.stop()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise DagctxError("the session is closed")
+
+    # -- paths ------------------------------------------------------------------------
+
+    def resolve_path(self, path: str | os.PathLike[str]) -> tuple[Path, str]:
+        """Return (absolute path, root-relative posix path) for a path under the root.
+
+        Raises:
+            PathError: the path is empty, has a NUL byte, or resolves outside the root.
+        """
+        raw = os.fspath(path)
+        if not raw or "\x00" in raw:
+            raise PathError(f"invalid path {raw!r}")
+        candidate = Path(raw) if Path(raw).is_absolute() else self.root / raw
+        resolved = candidate.resolve()
+        try:
+            relative = resolved.relative_to(self.root)
+        except ValueError:
+            raise PathError(
+                f"path {raw!r} is outside the session root {str(self.root)!r}"
+            ) from None
+        return resolved, relative.as_posix()
+
+    # -- building the graph -----------------------------------------------------------
+
+    def add(self, node: Node, *, parent: NodeRef | None = None) -> Node:
+        """Add a node (as a root, or as the last child of ``parent``); return it."""
+        self._check_open()
+        if parent is not None:
+            self.graph.get(parent)  # fail before adding
+        self.graph.add(node)
+        if isinstance(node, TextNode):
+            self._path_index.setdefault(node.path, []).append(node)
+        if parent is not None:
+            self.graph.link(parent, node)
+        return node
+
+    def text(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        lines: tuple[int, int] | None = None,
+        state: NodeState | str | None = None,
+        priority: int | None = None,
+        frequency: TickFrequency | None = None,
+        parent: NodeRef | None = None,
+    ) -> TextNode:
+        """Add a :class:`TextNode` for a file under the root (optionally a line range).
+
+        Raises:
+            PathError: the path is outside the root, missing, or not a file.
+            GraphError: a bad line range.
+        """
+        absolute, relative = self.resolve_path(path)
+        if not absolute.exists():
+            raise PathError(f"no such file {os.fspath(path)!r} under {str(self.root)!r}")
+        if not absolute.is_file():
+            raise PathError(f"{os.fspath(path)!r} is not a regular file")
+        start = end = None
+        if lines is not None:
+            start, end = _check_lines(lines)
+        node = TextNode(
+            relative, root=self.root, start_line=start, end_line=end, state=state,
+            priority=priority, frequency=frequency,
+        )  # fmt: skip
+        self.add(node, parent=parent)
+        return node
+
+    def group(
+        self,
+        *children: NodeRef,
+        title: str | None = None,
+        summarizer: Summarizer | None = None,
+        state: NodeState | str | None = None,
+        priority: int | None = None,
+        parent: NodeRef | None = None,
+    ) -> GroupNode:
+        """Add a :class:`GroupNode` holding ``children`` (which stop being roots)."""
+        members = [self.graph.get(c) for c in children]  # fail before adding anything
+        node = GroupNode(title, summarizer=summarizer, state=state, priority=priority)
+        self.add(node, parent=parent)
+        for child in members:
+            self.graph.link(node, child)
+        if summarizer is not None:
+            self._refresh[node.id] = node
+        return node
+
+    def link(self, parent: NodeRef, child: NodeRef, *, after: NodeRef | None = None,
+             index: int | None = None) -> None:  # fmt: skip
+        """Link ``child`` under ``parent`` (see :meth:`ContextGraph.link`)."""
+        self.graph.link(parent, child, after=after, index=index)
+
+    def unlink(self, parent: NodeRef, child: NodeRef) -> None:
+        """Remove the edge ``parent → child`` (see :meth:`ContextGraph.unlink`)."""
+        self.graph.unlink(parent, child)
+
+    def remove(self, ref: NodeRef) -> Node:
+        """Remove a node from the session; its orphaned children become roots."""
+        node = self.graph.remove(ref)
+        self.cache.forget(node.id)
+        if isinstance(node, TextNode):
+            peers = self._path_index.get(node.path, [])
+            if node in peers:
+                peers.remove(node)
+        return node
+
+    def get(self, node_id: NodeRef) -> Node:
+        """The node with ``node_id``. Raises NodeNotFoundError."""
+        return self.graph.get(node_id)
+
+    def nodes(self) -> list[Node]:
+        """Every node of the session, in creation order."""
+        return list(self.graph)
+
+    def text_nodes(self, path: str) -> list[TextNode]:
+        """The text nodes showing the root-relative ``path``."""
+        return [n for n in self._path_index.get(path, []) if n.graph is self.graph]
+
+    def set_budget(self, budget: int) -> None:
+        """Change the token budget of later projections. Raises BudgetError."""
+        self.budget = check_budget(budget)
+
+    # -- structure checkpoints --------------------------------------------------------
+
+    def checkpoint(self, name: str) -> None:
+        """Save the structure (edges with order, roots, states) under ``name``."""
+        self.graph.checkpoint(name)
+
+    def restore(self, name: str) -> list[str]:
+        """Restore the structure saved under ``name``; return ids of nodes created since.
+
+        Raises:
+            CheckpointError: unknown name (nothing changes).
+        """
+        return self.graph.restore(name)
+
+    def checkpoints(self) -> list[str]:
+        return self.graph.checkpoints()
+
+    # -- background intake ------------------------------------------------------------
+
+    def queue_result(self, apply: Callable[[], None]) -> None:
+        """Queue a change for the next tick (thread-safe; background tasks call this)."""
+        self._intake.put(apply)
+
+    def file_changed(self, path: str | os.PathLike[str]) -> None:
+        """Tell the session a file changed; its text nodes re-read it at the next tick."""
+        _, relative = self.resolve_path(path)
+        with self._pending_lock:
+            self._pending_paths.add(relative)
+
+    def _apply_intake(self) -> list[str]:
+        applied: list[str] = []
+        while True:
+            try:
+                apply = self._intake.get_nowait()
+            except queue.Empty:
+                break
+            apply()
+        with self._pending_lock:
+            paths, self._pending_paths = self._pending_paths, set()
+        for path in sorted(paths):
+            for node in self.text_nodes(path):
+                if node.recompute():
+                    applied.append(node.id)
+        return applied
+
+    # -- tick -------------------------------------------------------------------------
+
+    def tick(self) -> TickResult:
+        """Run one turn (see the module docstring) and return its :class:`TickResult`.
+
+        Safe from plain synchronous code; from async code use :meth:`atick`.
+        """
+        self._check_open()
+        return self.background.run(self.atick())
+
+    async def atick(self) -> TickResult:
+        """The async twin of :meth:`tick`."""
+        self._check_open()
+        started = time.perf_counter()
+        with self.graph.batch():
+            recomputed = self._apply_intake()
+            recomputed += self._recompute_due(time.time())
+        await self._refresh_summaries()
+        self.turn += 1
+        changes = self.graph.traces[self._trace_mark :]
+        self._trace_mark = len(self.graph.traces)
+        projection = build_projection(
+            self.graph, self.cache, self.budget, changes=changes, previous=self._last_projection
+        )
+        self._last_projection = projection
+        return TickResult(self.turn, changes, recomputed, projection, time.perf_counter() - started)
+
+    def _recompute_due(self, now: float) -> list[str]:
+        recomputed = []
+        for node in list(self.graph.scheduled.values()):
+            if node.frequency.is_due(now, node.last_run):
+                node.last_run = now
+                if node.recompute():
+                    recomputed.append(node.id)
+        return recomputed
+
+    async def _refresh_summaries(self) -> None:
+        for node in list(self._refresh.values()):
+            if node.graph is not self.graph:
+                del self._refresh[node.id]
+            elif isinstance(node, GroupNode) and node.stale:
+                await node.refresh_summary()
+
+    def project(self, budget: int | None = None) -> Projection:
+        """Render the current graph within ``budget`` (default: the session's) without
+        ticking; the changes section shows what changed since the last tick."""
+        limit = self.budget if budget is None else check_budget(budget)
+        changes = self.graph.traces[self._trace_mark :]
+        return build_projection(
+            self.graph, self.cache, limit, changes=changes, previous=self._last_projection
+        )
+
+    def walk_nodes(self) -> Iterator[Node]:
+        """Nodes reachable from the roots, depth-first in order, each once."""
+        seen: set[str] = set()
+        stack = list(reversed(self.graph.roots()))
+        while stack:
+            node = stack.pop()
+            if node.id not in seen:
+                seen.add(node.id)
+                yield node
+                stack.extend(reversed(node.children))
+
+
+def _check_lines(lines: Iterable[Any]) -> tuple[int, int]:
+    try:
+        start, end = lines
+    except (TypeError, ValueError):
+        raise PathError(f"lines must be a (start, end) pair, got {lines!r}") from None
+    valid = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end))
+    if not valid or start < 1 or end < start:
+        raise PathError(f"invalid line range {lines!r}: need 1 <= start <= end")
+    return start, end
