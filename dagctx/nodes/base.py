@@ -299,6 +299,11 @@ class Node:
         """Render the node at a visible ``state``; subclasses override."""
         return f"{self.type_name} {self.id}"
 
+    def companions(self) -> tuple[str, ...]:
+        """Ids of nodes the projection must keep or drop together with this one (a tool
+        call and its result). The default has none."""
+        return ()
+
     def min_state(self) -> NodeState:
         """The lowest visible state the projection may degrade this node to."""
         return NodeState.COLLAPSED

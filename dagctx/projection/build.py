@@ -297,6 +297,8 @@ def _assemble(
                 text, tokens = plan.cache.get(node, st)
                 section = Section(node.id, node.state, st, tokens, version=node.version)
         (tail if node.volatile else body).append((section, text))
+    companions = {e.node.id: e.node.companions() for e in final if e.node.companions()}
+    _drop_lone_companions(body, tail, companions, shown, reasons)
     omitted = [nid for nid in requested if nid not in shown]
     for nid in omitted:
         reasons.setdefault(nid, "left out: budget")
@@ -338,6 +340,26 @@ def _assemble(
         stable_prefix_tokens=_stable_prefix(sections, previous),
         labels=labels,
     )
+
+
+def _drop_lone_companions(
+    body: list[tuple[Section, str]],
+    tail: list[tuple[Section, str]],
+    companions: dict[str, tuple[str, ...]],
+    shown: set[str],
+    reasons: dict[str, str],
+) -> None:
+    """Drop every shown node whose companion (tool call ↔ result) is not shown."""
+    while True:
+        lone = {nid for nid, peers in companions.items()
+                if nid in shown and any(p not in shown for p in peers)}  # fmt: skip
+        if not lone:
+            return
+        for nid in lone:
+            shown.discard(nid)
+            reasons[nid] = "left out with its companion (a tool call and its result go together)"
+        body[:] = [(s, t) for s, t in body if s.reference or s.node_id not in lone]
+        tail[:] = [(s, t) for s, t in tail if s.reference or s.node_id not in lone]
 
 
 def _cut_count(node: Node, kept: int) -> int:
