@@ -1,0 +1,139 @@
+"""Knowledge tools: read, grep and search the artifacts attached to a context.
+
+``get_knowledge`` and ``grep_knowledge`` use the `Workspace` in ``ctx.state["workspace"]``;
+``search_knowledge`` uses the `KnowledgeStore` in ``ctx.state["knowledge_store"]``. A
+missing workspace or store, an unknown artifact, an invalid or too slow regex all come
+back as messages. A regex gets `GREP_TIMEOUT` seconds in total over the artifact (the
+``regex`` package enforces it inside the matcher), so a catastrophically backtracking
+pattern such as ``(a|aa)+$`` returns a message instead of hanging the tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import regex
+
+from dagctx.errors import ToolError
+from dagctx.knowledge import KnowledgeStore, Workspace, tokenize
+from dagctx.tools.base import ContextTool
+
+__all__ = ["get_knowledge", "get_knowledge_tools", "grep_knowledge", "search_knowledge"]
+
+WORKSPACE_KEY = "workspace"
+KNOWLEDGE_STORE_KEY = "knowledge_store"
+GREP_TIMEOUT = 1.0
+"""Seconds a pattern may spend matching one artifact."""
+GREP_MAX_MATCHES = 200
+"""Matching lines shown; the rest are counted."""
+
+
+def _attached(ctx: Any, key: str, kind: type[Any]) -> Any:
+    """``ctx.state[key]`` if it is a `kind`; a message if absent; `ToolError` if wrong."""
+    value = ctx.state.get(key)
+    if value is None:
+        return f"No {kind.__name__} is attached to this context (ctx.state[{key!r}] is unset)."
+    if not isinstance(value, kind):
+        raise ToolError(f"ctx.state[{key!r}] must be a {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _not_found(workspace: Workspace, name: str) -> str:
+    available = ", ".join(workspace.list()) or "none"
+    return f"Artifact {name!r} not found. Available artifacts: {available}."
+
+
+def get_knowledge(ctx: Any, name: str) -> str:
+    """Retrieve a knowledge artifact by name from the workspace attached to context.
+
+    Args:
+        name: The artifact name to retrieve.
+    """
+    workspace = _attached(ctx, WORKSPACE_KEY, Workspace)
+    if isinstance(workspace, str):
+        return workspace
+    artifact = workspace.get(name)
+    if artifact is None:
+        return _not_found(workspace, name)
+    return artifact.content
+
+
+async def grep_knowledge(ctx: Any, name: str, pattern: str) -> str:
+    """Search a knowledge artifact for lines matching a regex pattern.
+
+    Returns the matching lines as "line_number: text" (line numbers start at 1).
+
+    Args:
+        name: The artifact name to search in.
+        pattern: A regex pattern to match against each line.
+    """
+    workspace = _attached(ctx, WORKSPACE_KEY, Workspace)
+    if isinstance(workspace, str):
+        return workspace
+    artifact = workspace.get(name)
+    if artifact is None:
+        return _not_found(workspace, name)
+    try:
+        compiled = regex.compile(pattern)
+    except regex.error as exc:
+        return f"Invalid regex {pattern!r}: {exc}. Fix the pattern and try again."
+    # The matcher may run for up to GREP_TIMEOUT; keep the event loop free meanwhile.
+    return await asyncio.to_thread(_grep, compiled, name, artifact.content)
+
+
+def _grep(compiled: regex.Pattern[str], name: str, content: str) -> str:
+    deadline = time.monotonic() + GREP_TIMEOUT
+    hits: list[str] = []
+    total = 0
+    try:
+        for number, line in enumerate(content.splitlines(), start=1):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            if compiled.search(line, timeout=remaining):
+                total += 1
+                if len(hits) < GREP_MAX_MATCHES:
+                    hits.append(f"{number}: {line}")
+    except TimeoutError:
+        return (
+            f"Pattern {compiled.pattern!r} took longer than {GREP_TIMEOUT:g} s on artifact "
+            f"{name!r} and was stopped. Use a simpler pattern (avoid nested or overlapping "
+            "repetition such as (a|aa)+)."
+        )
+    if not hits:
+        return f"No lines in {name!r} match {compiled.pattern!r}."
+    if total > len(hits):
+        hits.append(f"... and {total - len(hits)} more matching lines; narrow the pattern.")
+    return "\n".join(hits)
+
+
+def search_knowledge(ctx: Any, query: str, top_k: int = 5) -> str:
+    """Search across all knowledge artifacts using keyword matching.
+
+    Results are chunks of artifacts ranked by BM25 relevance, best first.
+
+    Args:
+        query: The search query string.
+        top_k: Maximum number of results to return.
+    """
+    store = _attached(ctx, KNOWLEDGE_STORE_KEY, KnowledgeStore)
+    if isinstance(store, str):
+        return store
+    if top_k < 1:
+        return f"top_k must be at least 1, got {top_k}."
+    if not tokenize(query):
+        return f"Query {query!r} contains no words to search for."
+    results = store.search(query, top_k)
+    if not results:
+        return f"No results for {query!r}."
+    return "\n\n".join(
+        f"{rank}. {r.name} (chunk {r.chunk_index}, score {r.score:.2f})\n{r.text.strip()}"
+        for rank, r in enumerate(results, start=1)
+    )
+
+
+def get_knowledge_tools() -> list[ContextTool]:
+    """Fresh, unbound ``get_knowledge``, ``grep_knowledge`` and ``search_knowledge`` tools."""
+    return [ContextTool(get_knowledge), ContextTool(grep_knowledge), ContextTool(search_knowledge)]
