@@ -46,8 +46,11 @@ def read_file(ctx: Any, path: str) -> str:
         )
     try:
         root = Path(working_dir).resolve(strict=True)
-        target = (root / path).resolve()
     except (OSError, RuntimeError) as exc:
+        return f"The working directory {str(working_dir)!r} cannot be used: {exc}."
+    try:
+        target = (root / path).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
         return f"Cannot resolve {path!r} in the working directory: {exc}."
     if not target.is_relative_to(root):
         return f"Refused {path!r}: it resolves outside the working directory."
