@@ -73,8 +73,8 @@ class Chunk:
     text: str
 
 
-_PARAGRAPH_END = re.compile(r"\n[ \t]*\n\s*")
-_LINE_END = re.compile(r"\n(?:[ \t]*\n)*")
+_PARAGRAPH_END = re.compile(r"\n[^\S\n]*\n\s*")
+_LINE_END = re.compile(r"\n(?:[^\S\n]*\n)*")
 _WORD_END = re.compile(r"\s+")
 
 

@@ -214,6 +214,11 @@ class TestChunking:
         chunks = chunk_text("d", text, chunk_size=30)
         assert [c.text for c in chunks] == ["first paragraph here.\n\n", "second paragraph here.\n"]
 
+    def test_windows_line_endings_count_as_boundaries(self) -> None:
+        text = "para one\r\nline b\r\n\r\npara two\r\n"
+        chunks = chunk_text("d", text, chunk_size=15)
+        assert [c.text for c in chunks] == ["para one\r\n", "line b\r\n\r\n", "para two\r\n"]
+
     def test_long_line_is_cut_between_words(self) -> None:
         chunks = chunk_text("d", "one two three four five six", chunk_size=10)
         assert [c.text for c in chunks] == ["one two ", "three ", "four five ", "six"]
@@ -239,7 +244,9 @@ class TestChunking:
             KnowledgeStore(chunk_size=size, chunk_overlap=overlap)
 
 
-_texts = st.text(alphabet=st.sampled_from(list("abcdxyz.,  \t\n\n")), max_size=400)
+_texts = st.text(
+    alphabet=st.sampled_from(list("abcdxyz.,é  \t\n\n\r\x0b\x1c\u00a0\u2028")), max_size=400
+)
 
 
 @st.composite
