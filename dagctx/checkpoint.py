@@ -1,0 +1,624 @@
+"""Checkpoints of a task context, and the stores that keep them.
+
+A :class:`Checkpoint` is an immutable value: the state values, token usage and metadata of
+one task at one version. Stores implement one interface, :class:`BaseCheckpointStore`;
+the backends are siblings and pass the same test suite:
+
+- :class:`CheckpointStore` keeps checkpoints in memory (deep copies in and out, so no caller
+  can change a stored checkpoint);
+- :class:`SQLiteCheckpointStore` keeps them in a SQLite file, one row per checkpoint, the
+  values as JSON.
+
+Invariants every store keeps:
+
+- versions are 1-based and monotonic per task: ``save`` returns version ``n + 1`` where
+  ``n`` is the highest version stored for the task, and stored checkpoints never change;
+- a ``save`` that raises stores nothing.
+
+The SQLite store also guarantees, for any number of processes using one file (WAL journal,
+busy timeout): each ``save`` is one ``BEGIN IMMEDIATE`` transaction, so two writers never
+receive the same version; versions continue across process restarts; and once ``save``
+has returned, the checkpoint survives a kill of the process at any later instant
+(``synchronous=FULL``).
+
+Stores are not thread-safe; the SQLite store serializes its own connection with a lock.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from dagctx.errors import CheckpointError
+
+CHECKPOINT_SCHEMA = 1
+"""Version of the SQLite layout written by :class:`SQLiteCheckpointStore`."""
+
+_FIELDS = ("task_id", "version", "values", "token_usage", "metadata", "created_at")
+_REQUIRED_FIELDS = frozenset(_FIELDS) - {"metadata"}
+
+
+# -- validation shared by checkpoints and stores ---------------------------------------------
+
+
+def _check_task_id(task_id: object) -> str:
+    if not isinstance(task_id, str) or not task_id:
+        raise CheckpointError(f"task_id must be a non-empty string, got {task_id!r}")
+    return task_id
+
+
+def _check_str_keys(mapping: object, name: str) -> dict[str, Any]:
+    if not isinstance(mapping, Mapping):
+        raise CheckpointError(f"{name} must be a mapping, got {type(mapping).__name__}")
+    for key in mapping:
+        if not isinstance(key, str):
+            raise CheckpointError(f"{name} keys must be strings, got {key!r}")
+    return dict(mapping)
+
+
+def _check_token_usage(usage: object) -> dict[str, int]:
+    checked = _check_str_keys(usage, "token_usage")
+    for key, count in checked.items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise CheckpointError(f"token_usage[{key!r}] must be a non-negative int, got {count!r}")
+    return checked
+
+
+def _deep_copy(value: dict[str, Any], name: str) -> dict[str, Any]:
+    """Deep-copy ``value`` key by key, so that an error names the key that cannot be copied."""
+    copied: dict[str, Any] = {}
+    for key, item in value.items():
+        try:
+            copied[key] = copy.deepcopy(item)
+        except Exception as exc:  # deepcopy raises whatever the object's protocol raises
+            raise CheckpointError(
+                f"{name}[{key!r}] cannot be copied into a checkpoint: {type(item).__name__} ({exc})"
+            ) from exc
+    return copied
+
+
+# -- the value type ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """Immutable snapshot of a task's state values and token usage at one version.
+
+    Construction checks every field and raises :class:`CheckpointError` naming the bad
+    value: ``task_id`` a non-empty string, ``version`` an int ≥ 1, ``values`` and
+    ``metadata`` dicts with string keys, ``token_usage`` a dict of non-negative ints,
+    ``created_at`` a timezone-aware datetime. The dicts are held as given; stores hand
+    out private copies.
+    """
+
+    task_id: str
+    version: int
+    values: dict[str, Any]
+    token_usage: dict[str, int]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def __post_init__(self) -> None:
+        _check_task_id(self.task_id)
+        if isinstance(self.version, bool) or not isinstance(self.version, int):
+            raise CheckpointError(f"version must be an int, got {self.version!r}")
+        if self.version < 1:
+            raise CheckpointError(f"version must be >= 1, got {self.version}")
+        for name in ("values", "metadata"):
+            value = getattr(self, name)
+            if not isinstance(value, dict):
+                raise CheckpointError(f"{name} must be a dict, got {type(value).__name__}")
+            _check_str_keys(value, name)
+        if not isinstance(self.token_usage, dict):
+            raise CheckpointError(
+                f"token_usage must be a dict, got {type(self.token_usage).__name__}"
+            )
+        _check_token_usage(self.token_usage)
+        if not isinstance(self.created_at, datetime):
+            raise CheckpointError(f"created_at must be a datetime, got {self.created_at!r}")
+        if self.created_at.utcoffset() is None:
+            raise CheckpointError(
+                f"created_at must be timezone-aware (UTC), got {self.created_at.isoformat()}"
+            )
+
+    def __hash__(self) -> int:
+        # Equal checkpoints share these three fields, so hashing them alone is consistent.
+        return hash((self.task_id, self.version, self.created_at))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the checkpoint as a new dict (deep copies), ``created_at`` as ISO-8601.
+
+        Keys: ``task_id``, ``version``, ``values``, ``token_usage``, ``metadata``,
+        ``created_at``. ``Checkpoint.from_dict(cp.to_dict()) == cp``.
+        """
+        return {
+            "task_id": self.task_id,
+            "version": self.version,
+            "values": _deep_copy(self.values, "values"),
+            "token_usage": dict(self.token_usage),
+            "metadata": _deep_copy(self.metadata, "metadata"),
+            "created_at": self.created_at.isoformat(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Checkpoint:
+        """Build a checkpoint from the output of :meth:`to_dict` (values are deep-copied).
+
+        ``created_at`` may be an ISO-8601 string with a UTC offset (``Z`` allowed) or an
+        aware datetime; ``metadata`` may be absent.
+
+        Raises:
+            CheckpointError: ``data`` is not a mapping, lacks a key, has an unknown key, or
+                holds a value of the wrong type or an unparsable date.
+        """
+        if not isinstance(data, Mapping):
+            raise CheckpointError(f"checkpoint data must be a mapping, got {type(data).__name__}")
+        missing = sorted(_REQUIRED_FIELDS - data.keys())
+        if missing:
+            raise CheckpointError(f"checkpoint data lacks {', '.join(missing)}")
+        unknown = sorted(str(key) for key in data.keys() - set(_FIELDS))
+        if unknown:
+            raise CheckpointError(f"checkpoint data has unknown keys {', '.join(unknown)}")
+        values = _check_str_keys(data["values"], "values")
+        metadata = _check_str_keys(data.get("metadata", {}), "metadata")
+        return cls(
+            task_id=data["task_id"],
+            version=data["version"],
+            values=_deep_copy(values, "values"),
+            token_usage=_check_token_usage(data["token_usage"]),
+            metadata=_deep_copy(metadata, "metadata"),
+            created_at=_parse_created_at(data["created_at"]),
+        )
+
+
+def _parse_created_at(raw: object) -> datetime:
+    if isinstance(raw, datetime):
+        return raw
+    if not isinstance(raw, str):
+        raise CheckpointError(f"created_at must be an ISO-8601 string, got {raw!r}")
+    try:
+        return datetime.fromisoformat(raw)
+    except ValueError as exc:
+        raise CheckpointError(f"created_at is not an ISO-8601 date: {raw!r}") from exc
+
+
+def _copy_checkpoint(cp: Checkpoint) -> Checkpoint:
+    return Checkpoint(
+        task_id=cp.task_id,
+        version=cp.version,
+        values=_deep_copy(cp.values, "values"),
+        token_usage=dict(cp.token_usage),
+        metadata=_deep_copy(cp.metadata, "metadata"),
+        created_at=cp.created_at,
+    )
+
+
+# -- the store interface -----------------------------------------------------------------------
+
+
+class BaseCheckpointStore(ABC):
+    """The interface of every checkpoint store: versioned checkpoints of one task.
+
+    Subclasses implement :meth:`_append` (assign the next version and store atomically),
+    :meth:`get`, :meth:`list_versions`, :attr:`version` and :attr:`latest`.
+    """
+
+    def __init__(self, task_id: str) -> None:
+        """Raises: CheckpointError: ``task_id`` is not a non-empty string."""
+        self._task_id = _check_task_id(task_id)
+
+    @property
+    def task_id(self) -> str:
+        """The task whose checkpoints this store keeps."""
+        return self._task_id
+
+    @property
+    @abstractmethod
+    def version(self) -> int:
+        """The highest version stored (0 when empty); equals the number of checkpoints."""
+
+    @property
+    @abstractmethod
+    def latest(self) -> Checkpoint | None:
+        """The checkpoint with the highest version, or ``None`` when the store is empty."""
+
+    @abstractmethod
+    def get(self, version: int) -> Checkpoint:
+        """Return the checkpoint ``version`` (1-based).
+
+        Raises:
+            CheckpointError: no checkpoint has that version.
+        """
+
+    @abstractmethod
+    def list_versions(self) -> list[int]:
+        """Return every stored version, ascending."""
+
+    @abstractmethod
+    def _append(
+        self,
+        values: dict[str, Any],
+        token_usage: dict[str, int],
+        metadata: dict[str, Any],
+        created_at: datetime,
+    ) -> Checkpoint:
+        """Store a checkpoint under the next version, atomically, and return it."""
+
+    def save(
+        self,
+        values: Mapping[str, Any],
+        token_usage: Mapping[str, int],
+        *,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Checkpoint:
+        """Store a new checkpoint of ``values`` and ``token_usage`` and return it.
+
+        The store keeps its own copy: later changes to the arguments (nested ones
+        included) or to the returned checkpoint do not reach the stored one.
+
+        Raises:
+            CheckpointError: a key is not a string, a count is not a non-negative int, a
+                value cannot be stored by this backend; nothing is stored then.
+        """
+        checked_values = _check_str_keys(values, "values")
+        checked_usage = _check_token_usage(token_usage)
+        checked_metadata = _check_str_keys({} if metadata is None else metadata, "metadata")
+        return self._append(checked_values, checked_usage, checked_metadata, datetime.now(UTC))
+
+    def _missing(self, version: object) -> CheckpointError:
+        known = self.list_versions()
+        have = f"versions 1..{known[-1]}" if known else "no checkpoints"
+        return CheckpointError(
+            f"task {self._task_id!r} has no checkpoint version {version!r} ({have})"
+        )
+
+    def close(self) -> None:  # noqa: B027 - an optional hook, not an abstract method
+        """Release the backend's resources; the in-memory store has none."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return len(self.list_versions())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(task_id={self._task_id!r}, checkpoints={len(self)})"
+
+
+def _is_version(version: object) -> bool:
+    return isinstance(version, int) and not isinstance(version, bool)
+
+
+# -- in memory ---------------------------------------------------------------------------------
+
+
+class CheckpointStore(BaseCheckpointStore):
+    """Checkpoints of one task, kept in memory for the life of the process.
+
+    Any deep-copyable value can be stored. ``save`` stores a deep copy; ``get`` and
+    ``latest`` return fresh deep copies, equal to (not identical with) what ``save``
+    returned.
+    """
+
+    def __init__(self, task_id: str) -> None:
+        """Raises: CheckpointError: ``task_id`` is not a non-empty string."""
+        super().__init__(task_id)
+        self._checkpoints: list[Checkpoint] = []
+
+    @property
+    def version(self) -> int:
+        return len(self._checkpoints)
+
+    @property
+    def latest(self) -> Checkpoint | None:
+        return _copy_checkpoint(self._checkpoints[-1]) if self._checkpoints else None
+
+    def get(self, version: int) -> Checkpoint:
+        if not _is_version(version) or not 1 <= version <= len(self._checkpoints):
+            raise self._missing(version)
+        return _copy_checkpoint(self._checkpoints[version - 1])
+
+    def list_versions(self) -> list[int]:
+        return list(range(1, len(self._checkpoints) + 1))
+
+    def __len__(self) -> int:
+        return len(self._checkpoints)
+
+    def _append(
+        self,
+        values: dict[str, Any],
+        token_usage: dict[str, int],
+        metadata: dict[str, Any],
+        created_at: datetime,
+    ) -> Checkpoint:
+        stored = Checkpoint(
+            task_id=self._task_id,
+            version=len(self._checkpoints) + 1,
+            values=_deep_copy(values, "values"),
+            token_usage=token_usage,
+            metadata=_deep_copy(metadata, "metadata"),
+            created_at=created_at,
+        )
+        self._checkpoints.append(stored)
+        return _copy_checkpoint(stored)
+
+
+# -- SQLite ------------------------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS dagctx_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS context_checkpoints (
+    task_id TEXT NOT NULL,
+    version INTEGER NOT NULL CHECK (version >= 1),
+    created_at TEXT NOT NULL,
+    state_values TEXT NOT NULL,
+    token_usage TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    PRIMARY KEY (task_id, version)
+);
+"""
+
+_COLUMNS = "task_id, version, created_at, state_values, token_usage, metadata"
+
+
+def _check_json(value: object, where: str, open_containers: set[int]) -> None:
+    """Raise unless ``value`` survives a JSON round trip unchanged (types included)."""
+    if value is None or isinstance(value, bool | int | str):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CheckpointError(f"{where} is {value!r}, which JSON cannot hold")
+        return
+    if not isinstance(value, list | dict):
+        hint = "; store it as a list" if isinstance(value, tuple) else ""
+        raise CheckpointError(f"{where} is a {type(value).__name__}, which JSON cannot hold{hint}")
+    if id(value) in open_containers:
+        raise CheckpointError(f"{where} contains itself, which JSON cannot hold")
+    open_containers.add(id(value))
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_json(item, f"{where}[{index}]", open_containers)
+    else:
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CheckpointError(f"{where} has key {key!r}; JSON keys must be strings")
+            _check_json(item, f"{where}[{key!r}]", open_containers)
+    open_containers.discard(id(value))
+
+
+def _to_json(value: dict[str, Any], name: str) -> str:
+    try:
+        _check_json(value, name, set())
+    except RecursionError as exc:
+        raise CheckpointError(f"{name} is nested too deeply to store as JSON") from exc
+    # ASCII escapes keep lone surrogates, which UTF-8 text columns could not hold.
+    return json.dumps(value, allow_nan=False, separators=(",", ":"))
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Run the block as one write transaction: committed on success, rolled back otherwise."""
+    conn.execute("BEGIN IMMEDIATE")  # takes the write lock now, waiting up to the timeout
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+class SQLiteCheckpointStore(BaseCheckpointStore):
+    """Checkpoints of one task in a SQLite file, durable across processes and crashes.
+
+    One row per checkpoint in table ``context_checkpoints`` (key ``task_id, version``),
+    values, token usage and metadata as JSON. Values must survive a JSON round trip
+    unchanged: ``None``, bools, ints, finite floats, strings, lists and dicts with string
+    keys; anything else (tuples, sets, NaN, objects) raises :class:`CheckpointError`
+    naming where it sits, and nothing is stored. Several stores (of one or more tasks, in
+    one or more processes) may share a file; ``timeout`` is how long a writer waits for
+    another one's lock. The parent directory is created if needed. Call :meth:`close` (or
+    use ``with``) when done.
+
+    Raises (constructor):
+        CheckpointError: ``task_id`` is empty, the file cannot be opened, is not a SQLite
+            database, or was written by another checkpoint schema version.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], task_id: str, *, timeout: float = 30.0
+    ) -> None:
+        super().__init__(task_id)
+        try:
+            task_id.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise CheckpointError(f"task_id {task_id!r} cannot be stored as UTF-8 text") from exc
+        self._path = Path(path)
+        self._where = repr(str(self._path))
+        self._lock = threading.Lock()
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self._path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise CheckpointError(f"cannot open checkpoint file {self._where}: {exc}") from exc
+        try:
+            found = self._prepare(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise CheckpointError(f"{self._where} is not a usable checkpoint file: {exc}") from exc
+        if found != str(CHECKPOINT_SCHEMA):
+            conn.close()
+            raise CheckpointError(
+                f"{self._where} holds checkpoint schema {found}; this dagctx reads schema"
+                f" {CHECKPOINT_SCHEMA}"
+            )
+        self._conn: sqlite3.Connection | None = conn
+
+    @staticmethod
+    def _prepare(conn: sqlite3.Connection) -> str:
+        """Set the journal up, create the tables if needed, return the file's schema version."""
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")  # a returned save survives any later crash
+        with _transaction(conn):
+            for statement in _SCHEMA.split(";")[:-1]:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT OR IGNORE INTO dagctx_meta (key, value) VALUES ('checkpoint_schema', ?)",
+                (str(CHECKPOINT_SCHEMA),),
+            )
+            row = conn.execute("SELECT value FROM dagctx_meta WHERE key = 'checkpoint_schema'")
+            return str(row.fetchone()[0])
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file."""
+        return self._path
+
+    @contextmanager
+    def _connection(self, action: str) -> Iterator[sqlite3.Connection]:
+        """Hold the lock and the open connection; turn SQLite errors into CheckpointError."""
+        with self._lock:
+            if self._conn is None:
+                raise CheckpointError(f"checkpoint store on {self._where} is closed")
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise CheckpointError(
+                    f"cannot {action} task {self._task_id!r} in {self._where}: {exc}"
+                ) from exc
+
+    def _rows(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        with self._connection("read checkpoints of") as conn:
+            return conn.execute(sql, (self._task_id, *params)).fetchall()
+
+    @property
+    def version(self) -> int:
+        rows = self._rows(
+            "SELECT COALESCE(MAX(version), 0) FROM context_checkpoints WHERE task_id = ?"
+        )
+        return int(rows[0][0])
+
+    @property
+    def latest(self) -> Checkpoint | None:
+        rows = self._rows(
+            f"SELECT {_COLUMNS} FROM context_checkpoints WHERE task_id = ?"
+            " ORDER BY version DESC LIMIT 1"
+        )
+        return self._decode(rows[0]) if rows else None
+
+    def get(self, version: int) -> Checkpoint:
+        rows = (
+            self._rows(
+                f"SELECT {_COLUMNS} FROM context_checkpoints WHERE task_id = ? AND version = ?",
+                version,
+            )
+            if _is_version(version)
+            else []
+        )
+        if not rows:
+            raise self._missing(version)
+        return self._decode(rows[0])
+
+    def list_versions(self) -> list[int]:
+        rows = self._rows(
+            "SELECT version FROM context_checkpoints WHERE task_id = ? ORDER BY version"
+        )
+        return [int(row[0]) for row in rows]
+
+    def _append(
+        self,
+        values: dict[str, Any],
+        token_usage: dict[str, int],
+        metadata: dict[str, Any],
+        created_at: datetime,
+    ) -> Checkpoint:
+        encoded_values = _to_json(values, "values")
+        encoded_metadata = _to_json(metadata, "metadata")
+        with self._connection("save a checkpoint of") as conn, _transaction(conn):
+            (version,) = conn.execute(
+                "SELECT COALESCE(MAX(version), 0) + 1 FROM context_checkpoints WHERE task_id = ?",
+                (self._task_id,),
+            ).fetchone()
+            conn.execute(
+                f"INSERT INTO context_checkpoints ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    self._task_id,
+                    version,
+                    created_at.isoformat(),
+                    encoded_values,
+                    json.dumps(token_usage),
+                    encoded_metadata,
+                ),
+            )
+        return Checkpoint(
+            task_id=self._task_id,
+            version=int(version),
+            values=json.loads(encoded_values),
+            token_usage=dict(token_usage),
+            metadata=json.loads(encoded_metadata),
+            created_at=created_at,
+        )
+
+    def _decode(self, row: tuple[Any, ...]) -> Checkpoint:
+        task_id, version, created_at, values, token_usage, metadata = row
+        try:
+            data = {
+                "task_id": task_id,
+                "version": version,
+                "values": json.loads(values),
+                "token_usage": json.loads(token_usage),
+                "metadata": json.loads(metadata),
+                "created_at": created_at,
+            }
+            return Checkpoint.from_dict(data)
+        except (ValueError, TypeError, CheckpointError) as exc:
+            raise CheckpointError(
+                f"checkpoint version {version!r} of task {task_id!r} in {self._where} is"
+                f" corrupt: {exc}"
+            ) from exc
+
+    def close(self) -> None:
+        """Close the connection; later calls raise :class:`CheckpointError`. Idempotent."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __repr__(self) -> str:
+        count = "closed" if self._conn is None else f"checkpoints={len(self)}"
+        return f"SQLiteCheckpointStore(path={self._where}, task_id={self._task_id!r}, {count})"
+
+
+__all__ = [
+    "CHECKPOINT_SCHEMA",
+    "BaseCheckpointStore",
+    "Checkpoint",
+    "CheckpointError",
+    "CheckpointStore",
+    "SQLiteCheckpointStore",
+]
