@@ -21,7 +21,8 @@ receive the same version; versions continue across process restarts; and once ``
 has returned, the checkpoint survives a kill of the process at any later instant
 (``synchronous=FULL``).
 
-Stores are not thread-safe; the SQLite store serializes its own connection with a lock.
+The in-memory store is not thread-safe; the SQLite store guards its connection with a lock,
+so threads may share one.
 """
 
 from __future__ import annotations

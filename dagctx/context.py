@@ -32,7 +32,6 @@ Contexts are not thread-safe.
 
 from __future__ import annotations
 
-import copy
 import reprlib
 from collections.abc import Iterator, Mapping, MutableMapping
 from enum import StrEnum
@@ -505,7 +504,7 @@ class Context:
                 f"restore needs a Checkpoint, got {type(checkpoint).__name__}; use"
                 " Checkpoint.from_dict for serialized data"
             )
-        values = copy.deepcopy(checkpoint.values)
+        values = checkpoint.to_dict()["values"]  # a deep copy
         context = cls(checkpoint.task_id, config=config, state=ContextState(values), store=store)
         context._token_usage = dict(checkpoint.token_usage)
         return context
