@@ -176,14 +176,14 @@ class ContextGraph:
         start = self.get(ref).id
         seen: set[str] = set()
         out: list[Node] = []
-        stack = list(reversed(self._dag.succ[start]))
+        stack = list(reversed(list(self._dag.succ[start])))
         while stack:
             nid = stack.pop()
             if nid in seen:
                 continue
             seen.add(nid)
             out.append(self._nodes[nid])
-            stack.extend(reversed(self._dag.succ[nid]))
+            stack.extend(reversed(list(self._dag.succ[nid])))
         return out
 
     def link(
@@ -400,7 +400,8 @@ class ContextGraph:
     def restore(self, name: str) -> list[str]:
         """Put back the structure saved under ``name``; return ids of nodes created since.
 
-        Nodes created after the checkpoint survive as roots (after the saved roots);
+        Nodes created after the checkpoint survive as roots (after the saved roots, those
+        that were roots first, in root order);
         nodes removed since come back. Parents whose children differ and nodes whose
         state differs get a version bump, so caches stay valid.
 
@@ -408,7 +409,9 @@ class ContextGraph:
             CheckpointError: no checkpoint has that name (nothing changes).
         """
         saved = self.get_checkpoint(name)
-        newer = [nid for nid in self._nodes if nid not in saved.nodes]
+        # Nodes created since: current roots first (in root order), then the others.
+        newer = [nid for nid in self._roots if nid not in saved.nodes]
+        newer += [nid for nid in self._nodes if nid not in saved.nodes and nid not in self._roots]
         with self.batch():
             for nid, node in saved.nodes.items():
                 if nid not in self._nodes:

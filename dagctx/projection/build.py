@@ -114,7 +114,10 @@ def _changes_section(traces: Sequence[Trace], graph: ContextGraph, cache: Sectio
     if not lines:
         return "", 0
     head = "## Changes since last turn"
-    lo, hi, best = 0, len(lines), ("", 0)
+    whole = cache.measure("\n".join([head, *lines]))
+    if whole[1] <= limit:
+        return whole
+    lo, hi, best = 0, len(lines) - 1, ("", 0)
     while lo <= hi:  # the most change lines that fit
         keep = (lo + hi) // 2
         more = [f"- … {len(lines) - keep} more changes"] if keep < len(lines) else []
@@ -160,11 +163,12 @@ def build_projection(
     plan = _Plan(entries, cache, {e.node.id: e.node.state for e in entries if not e.reference})
     plan.covered = [False] * len(entries)
     plan.total = sum(plan.cost(e) for e in entries)
-    changes_text, changes_tokens = _changes_section(
-        changes, graph, cache, max(0, budget // CHANGES_SHARE)
-    )
+    changes_text, changes_tokens = _changes_section(changes, graph, cache, budget)
     reasons: dict[str, str] = {}
     if plan.total + changes_tokens > budget:
+        changes_text, changes_tokens = _changes_section(
+            changes, graph, cache, budget // CHANGES_SHARE
+        )
         reserve = min(FOOTER_TOKENS, budget // 20)
         _allocate(plan, max(0, budget - changes_tokens), reserve, reasons)
     return _assemble(graph, plan, budget, changes_text, changes_tokens, reasons, previous)
@@ -213,15 +217,15 @@ def _allocate(plan: _Plan, room: int, footer_reserve: int, reasons: dict[str, st
             if plan.total > avail:
                 plan.change(i, NodeState(nxt - 1))
                 break
-    # Pass 4: cut one long text node to fill the slack.
+    # Pass 4: fill the slack with long text nodes cut to the lines that fit.
     for i in reversed(order):
-        if plan.covered[i] or plan.total >= avail:
-            continue
-        node = entries[i].node
-        if node.state < NodeState.DETAILS or plan.state[node.id] >= NodeState.DETAILS:
-            continue
-        if _fill_cut(plan, i, avail):
+        if plan.total >= avail:
             break
+        node = entries[i].node
+        if plan.covered[i] or node.state < NodeState.DETAILS:
+            continue
+        if plan.state[node.id] < NodeState.DETAILS:
+            _fill_cut(plan, i, avail)
     for i in order:
         node = entries[i].node
         st = plan.state[node.id]

@@ -1,0 +1,267 @@
+"""Projection guarantees (SPEC §4): hard budget, fidelity, degradation order,
+determinism, cache-friendly prefix, incrementality — as examples and as properties."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dagctx import NodeState, Session
+from dagctx.tokens import get_encoding
+
+ENC = get_encoding()
+
+
+def exact(text: str) -> int:
+    return len(ENC.encode_ordinary(text))
+
+
+def write_files(root: Path, n: int, lines: int = 40) -> list[str]:
+    names = []
+    for i in range(n):
+        name = f"mod_{i}.py"
+        body = "\n".join(f"def f_{i}_{j}(x):\n    return x * {j} + {i}" for j in range(lines))
+        (root / name).write_text(body + "\n")
+        names.append(name)
+    return names
+
+
+class TestFits:
+    def test_everything_fits_renders_at_requested_states(self, project: Path) -> None:
+        with Session(project, budget=100_000) as s:
+            a = s.text("src/auth.py")
+            g = s.group(a, s.text("src/db.py"), title="src", state="DETAILS")
+            p = s.project()
+            assert p.degraded == {} and p.omitted == []
+            assert [x.node_id for x in p.sections] == [g.id, a.id, "text_2"]
+            assert "def login(user):" in p.text
+            assert p.tokens == exact(p.text) <= p.budget
+
+    def test_fidelity_text_equals_unbudgeted_render(self, project: Path) -> None:
+        with Session(project, budget=100_000) as s:
+            s.group(s.text("src/auth.py"), s.text("README.md"), state="DETAILS")
+            assert s.project().text == s.project(10**9).text
+
+
+class TestDegradation:
+    def test_lowest_priority_degrades_first(self, tmp_path: Path) -> None:
+        names = write_files(tmp_path, 3)
+        with Session(tmp_path, budget=100_000) as s:
+            low, mid, high = (s.text(n) for n in names)
+            low.priority, mid.priority, high.priority = 10, 20, 30
+            full = s.project()
+            budget = full.tokens - 50
+            p = s.project(budget)
+            assert p.tokens <= budget
+            assert low.id in p.degraded
+            assert mid.id not in p.degraded and high.id not in p.degraded
+
+    def test_long_text_is_cut_to_whole_lines_with_a_marker(self, tmp_path: Path) -> None:
+        (tmp_path / "big.py").write_text("".join(f"line_{i} = {i}\n" for i in range(2000)))
+        with Session(tmp_path, budget=500) as s:
+            node = s.text("big.py")
+            p = s.project()
+            section = next(x for x in p.sections if x.node_id == node.id)
+            assert section.cut_lines > 0
+            assert f"{section.cut_lines} more lines cut" in p.text
+            assert "line_0 = 0\n" in p.text
+            assert p.tokens <= 500 and p.tokens >= 0.95 * 500
+
+    def test_omitted_nodes_are_listed_in_the_text_and_the_result(self, tmp_path: Path) -> None:
+        names = write_files(tmp_path, 40)
+        with Session(tmp_path, budget=300) as s:
+            nodes = [s.text(n) for n in names]
+            p = s.project()
+            assert p.omitted, "40 files cannot all fit in 300 tokens"
+            assert "left out" in p.text
+            shown = {x.node_id for x in p.sections}
+            assert shown | set(p.omitted) == {n.id for n in nodes}
+            assert p.explain().count("OMITTED") == len(p.omitted)
+
+    def test_collapsed_group_covers_its_children(self, tmp_path: Path) -> None:
+        names = write_files(tmp_path, 20)
+        with Session(tmp_path, budget=120) as s:
+            g = s.group(*(s.text(n) for n in names), title="mods", state="DETAILS")
+            p = s.project()
+            assert p.tokens <= 120
+            assert g.id in {x.node_id for x in p.sections}
+            for child in g.children:
+                assert child.id in p.omitted or child.id in {x.node_id for x in p.sections}
+
+    def test_tiny_budget_yields_empty_text(self, project: Path) -> None:
+        with Session(project, budget=1) as s:
+            s.text("src/auth.py")
+            p = s.project()
+            assert p.tokens <= 1 and p.omitted == ["text_1"]
+
+
+class TestMultiParent:
+    def test_shared_node_renders_once_then_as_reference(self, project: Path) -> None:
+        with Session(project, budget=10_000) as s:
+            v = s.text("src/auth.py")
+            g1 = s.group(v, title="one", state="DETAILS")
+            g2 = s.group(v, title="two", state="DETAILS")
+            p = s.project()
+            assert p.text.count("def login(user):") == 1
+            assert f"(see #{v.id} above" in p.text
+            assert [x.reference for x in p.sections if x.node_id == v.id] == [False, True]
+            assert {g1.id, g2.id} <= {x.node_id for x in p.sections}
+
+
+class TestStability:
+    def test_change_keeps_the_prefix_before_it(self, tmp_path: Path) -> None:
+        names = write_files(tmp_path, 4, lines=5)
+        with Session(tmp_path, budget=50_000) as s:
+            nodes = [s.text(n) for n in names]
+            first = s.tick().projection
+            (tmp_path / names[2]).write_text("changed = True\n")
+            second = s.tick().projection
+            index = second.text.index(f"#{nodes[2].id}")
+            prefix = second.text[: second.text.rindex("###", 0, index)]
+            assert first.text.startswith(prefix)
+            stable = sum(x.tokens for x in second.sections[:2])
+            assert second.stable_prefix_tokens == stable
+
+    def test_changes_section_comes_last(self, tmp_path: Path) -> None:
+        names = write_files(tmp_path, 2, lines=3)
+        with Session(tmp_path, budget=50_000) as s:
+            s.text(names[0])
+            s.tick()
+            (tmp_path / names[0]).write_text("x = 1\n")
+            text = s.tick().projection.text
+            assert text.rstrip().endswith("content changed (v0→v1)")
+
+    def test_unchanged_content_is_not_retokenized(self, tmp_path: Path) -> None:
+        names = write_files(tmp_path, 10, lines=5)
+        with Session(tmp_path, budget=50_000) as s:
+            for n in names:
+                s.text(n)
+            s.tick()
+            renders, encodings = s.cache.renders, s.counter.encodings
+            (tmp_path / names[3]).write_text("y = 2\n")
+            s.tick()
+            assert s.cache.renders - renders == 1
+            assert s.counter.encodings - encodings <= 2  # the node + the changes section
+
+
+@st.composite
+def graphs(draw: st.DrawFn) -> tuple[list[tuple[int, int]], list[tuple[int, int, str]], int]:
+    """Files (lines, width), groups (parent, child, state) and a budget."""
+    files = draw(
+        st.lists(st.tuples(st.integers(0, 80), st.integers(1, 60)), min_size=1, max_size=8)
+    )
+    n_groups = draw(st.integers(0, 4))
+    edges = draw(
+        st.lists(
+            st.tuples(
+                st.integers(0, max(0, n_groups - 1)),
+                st.integers(0, len(files) + n_groups - 1),
+                st.sampled_from(["COLLAPSED", "SUMMARY", "DETAILS", "ALL", "HIDDEN"]),
+            ),
+            max_size=12,
+        )
+        if n_groups
+        else st.just([])
+    )
+    budget = draw(st.integers(1, 6000))
+    return files, edges, budget
+
+
+def build(
+    root: Path, spec: tuple[list[tuple[int, int]], list[tuple[int, int, str]], int]
+) -> Session:
+    files, edges, budget = spec
+    s = Session(root, budget=budget)
+    nodes = []
+    for i, (lines, width) in enumerate(files):
+        (root / f"f{i}.txt").write_text(
+            "".join(f"{'w' * (width % 17)} {j} {'x' * width}\n" for j in range(lines))
+        )
+        nodes.append(s.text(f"f{i}.txt"))
+    groups = [s.group(title=f"g{k}") for k in range(len({e[0] for e in edges}) if edges else 0)]
+    nodes += groups
+    for parent, child, state in edges:
+        if parent < len(groups):
+            g = groups[parent]
+            target = nodes[child % len(nodes)]
+            try:
+                s.link(g, target)
+            except Exception:
+                pass
+            g.set_state(state)
+    return s
+
+
+class TestProperties:
+    @settings(
+        max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(spec=graphs())
+    def test_hard_budget_determinism_and_accounting(self, tmp_path: Path, spec) -> None:  # type: ignore[no-untyped-def]
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        with build(root, spec) as s:
+            p = s.project()
+            assert exact(p.text) == p.tokens <= p.budget
+            assert s.project().text == p.text  # determinism
+            visible = {
+                e.node.id
+                for e in __import__("dagctx.projection.walk", fromlist=["walk"]).walk(
+                    s.graph, lambda n: n.state
+                )
+            }
+            rendered = {x.node_id for x in p.sections}
+            assert visible == rendered | set(p.omitted)
+            assert not (rendered & set(p.omitted))
+            unbudgeted = s.project(10**9)
+            if unbudgeted.tokens <= p.budget:  # fidelity
+                assert p.text == unbudgeted.text and not p.degraded and not p.omitted
+
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(budget=st.integers(1000, 16000), n=st.integers(5, 40))
+    def test_utilization_when_content_exceeds_budget(
+        self, tmp_path: Path, budget: int, n: int
+    ) -> None:
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        names = write_files(root, n, lines=60)
+        with Session(root, budget=budget) as s:
+            for name in names:
+                s.text(name)
+            p = s.project()
+            if s.project(10**9).tokens > budget:
+                assert p.tokens >= 0.95 * budget, p.explain()
+
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        budget=st.integers(50, 3000),
+        priorities=st.lists(st.integers(0, 100), min_size=3, max_size=6),
+    )
+    def test_higher_priority_is_never_worse_off(
+        self, tmp_path: Path, budget: int, priorities: list[int]
+    ) -> None:
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        names = write_files(root, len(priorities), lines=30)
+        with Session(root, budget=budget) as s:
+            nodes = [s.text(n, priority=pr) for n, pr in zip(names, priorities, strict=True)]
+            p = s.project()
+            shown = {x.node_id: x.rendered_state for x in p.sections if not x.cut_lines}
+            level = {n.id: shown.get(n.id, NodeState.HIDDEN) for n in nodes}
+            for a in nodes:
+                for b in nodes:
+                    if a.priority > b.priority and a.id in shown and b.id in shown:
+                        assert level[a.id] >= level[b.id], p.explain()
+
+
+@pytest.mark.parametrize("budget", [0, -5, 1.5, "100", True])
+def test_bad_budgets_are_refused(project: Path, budget: object) -> None:
+    from dagctx import BudgetError
+
+    with Session(project, budget=100) as s, pytest.raises(BudgetError, match="budget"):
+        s.project(budget)  # type: ignore[arg-type]
