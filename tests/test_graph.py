@@ -110,7 +110,7 @@ class TestBadInput:
             g.link(a, a)
 
     def test_cycle_is_refused_and_nothing_changes(self) -> None:
-        g, top, left, right, bottom = diamond()
+        g, top, _left, _right, bottom = diamond()
         before = {n.id: [c.id for c in g.children(n)] for n in g}
         versions = {n.id: n.version for n in g}
         with pytest.raises(CycleError, match="cycle"):
@@ -164,13 +164,13 @@ class TestCascade:
         assert g.traces[-1] == trace and trace.description == "edited"
 
     def test_diamond_ancestor_is_notified_exactly_once(self) -> None:
-        g, top, left, right, bottom = diamond()
+        _g, top, left, right, bottom = diamond()
         bottom.mark_changed("edit")
         assert (len(top.notified), len(left.notified), len(right.notified)) == (1, 1, 1)
         assert bottom.notified == []
 
     def test_notifications_run_children_before_parents(self) -> None:
-        g, top, left, right, bottom = diamond()
+        _g, top, left, right, bottom = diamond()
         ORDER.clear()
         bottom.mark_changed("edit")
         order = list(ORDER)
@@ -245,7 +245,7 @@ class TestCheckpoints:
         p, a = g.add(Probe()), g.add(Probe())
         g.checkpoint("one")
         g.link(p, a)
-        with pytest.raises(CheckpointError, match="'two'.*'one'"):
+        with pytest.raises(CheckpointError, match=r"'two'.*'one'"):
             g.restore("two")
         assert g.children(p) == [a]
 

@@ -20,7 +20,7 @@ class TestEncodings:
             TokenCounter("no_such_encoding")
 
     def test_encoding_without_offline_data_names_encoding_and_fix(self) -> None:
-        with pytest.raises(EncodingError, match="o200k_base.*TIKTOKEN_CACHE_DIR"):
+        with pytest.raises(EncodingError, match=r"o200k_base.*TIKTOKEN_CACHE_DIR"):
             get_encoding("o200k_base")
 
     @pytest.mark.parametrize("bad", ["", None, 3])
