@@ -1,0 +1,151 @@
+"""TextNode and GroupNode: rendering at each state, placeholders, serialization."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dagctx import GraphError, GroupNode, Node, NodeState, Session, TextNode, TickFrequency
+from dagctx.nodes import node_types
+
+
+class TestTextNode:
+    def test_each_state_renders_differently(self, project: Path) -> None:
+        node = TextNode("src/auth.py", root=project)
+        renders = {s: node.render(s) for s in NodeState}
+        assert renders[NodeState.HIDDEN] == ""
+        assert renders[NodeState.COLLAPSED] == "- src/auth.py (6 lines)"
+        assert "def login(user):" in renders[NodeState.SUMMARY]  # outline of definitions
+        assert "return check(user)" not in renders[NodeState.SUMMARY]
+        assert "```python\ndef login(user):" in renders[NodeState.DETAILS]
+        assert "1 def login(user):" in renders[NodeState.ALL]  # numbered lines
+        assert len(set(renders.values())) == len(NodeState)
+
+    def test_binary_file_placeholder(self, tmp_path: Path) -> None:
+        (tmp_path / "blob.bin").write_bytes(b"\x00\x01\x02" * 100)
+        node = TextNode("blob.bin", root=tmp_path)
+        assert "[binary file, 300 bytes, not shown]" in node.render()
+        assert node.cuttable_lines() == 0
+
+    def test_non_utf8_file_placeholder(self, tmp_path: Path) -> None:
+        (tmp_path / "latin.txt").write_bytes("café".encode("latin-1"))
+        assert "not UTF-8" in TextNode("latin.txt", root=tmp_path).render()
+
+    def test_unreadable_file_placeholder(self, tmp_path: Path) -> None:
+        import os
+
+        if os.geteuid() == 0:
+            pytest.skip("root reads files whatever their mode")
+        path = tmp_path / "secret.txt"
+        path.write_text("x")
+        path.chmod(0)
+        assert "unreadable" in TextNode("secret.txt", root=tmp_path).render()
+
+    def test_huge_file_is_read_only_up_to_max_bytes(self, tmp_path: Path) -> None:
+        line = "x" * 99 + "\n"
+        (tmp_path / "huge.txt").write_text(line * 50_000)  # 5 MB
+        node = TextNode("huge.txt", root=tmp_path, max_bytes=10_000)
+        assert len(node.lines) == 100
+        assert "5,000,000 bytes" in node.render()
+        assert "open a line range" in node.render()
+
+    def test_line_range_of_a_huge_file(self, tmp_path: Path) -> None:
+        (tmp_path / "nums.txt").write_text("".join(f"{i}\n" for i in range(1, 1001)))
+        node = TextNode("nums.txt", root=tmp_path, start_line=10, end_line=12)
+        assert node.lines == ["10", "11", "12"]
+
+    def test_recompute_uses_stat_then_content(self, project: Path) -> None:
+        node = TextNode("src/db.py", root=project)
+        assert node.recompute() is False
+        (project / "src" / "db.py").write_text("class Store:\n    items = []\n")
+        assert node.recompute() is True and node.version == 1
+        (project / "src" / "db.py").unlink()
+        assert node.recompute() is True and node.placeholder == "[file deleted]"
+        assert node.recompute() is False
+
+    def test_fence_grows_when_content_has_backticks(self, tmp_path: Path) -> None:
+        (tmp_path / "doc.md").write_text("```\ncode\n```\n")
+        rendered = TextNode("doc.md", root=tmp_path).render()
+        assert rendered.count("````") == 2
+
+    def test_round_trip(self, project: Path) -> None:
+        node = TextNode("src/auth.py", root=project, start_line=1, end_line=2, priority=7)
+        node.id = "text_9"
+        again = Node.from_dict(node.to_dict())
+        assert isinstance(again, TextNode)
+        assert again.to_dict() == node.to_dict()
+        assert again.lines == node.lines
+
+
+class TestGroupNode:
+    def test_states(self, session: Session) -> None:
+        a, b = session.text("src/auth.py"), session.text("src/db.py")
+        g = session.group(a, b, title="src")
+        assert g.render(NodeState.COLLAPSED).startswith("## src (#group_1, 2 children")
+        summary = g.render(NodeState.SUMMARY)
+        assert "- src/auth.py (6 lines)" in summary and "- src/db.py (2 lines)" in summary
+        assert g.render(NodeState.DETAILS) == "## src (#group_1)"
+        assert "2 children" in g.render(NodeState.ALL)
+
+    def test_summary_state_hides_children_and_details_shows_them(self, session: Session) -> None:
+        a = session.text("src/auth.py")
+        g = session.group(a, title="src")
+        assert "def login" not in session.project().text
+        g.set_state(NodeState.DETAILS)
+        assert "def login" in session.project().text
+
+    def test_child_change_updates_the_summary(self, project: Path, session: Session) -> None:
+        a = session.text("src/auth.py")
+        g = session.group(a, title="src")
+        before = g.version
+        (project / "src" / "auth.py").write_text("x = 1\n")
+        session.tick()
+        assert g.version > before
+        assert "- src/auth.py (1 lines)" in session.project().text
+
+    def test_sync_summarizer_and_stale_rendering(self, project: Path, session: Session) -> None:
+        a = session.text("src/auth.py")
+        g = session.group(a, title="src", summarizer=lambda group, kids: "auth module")
+        assert "summary pending" in g.render(NodeState.SUMMARY)
+        session.tick()
+        assert g.render(NodeState.SUMMARY).endswith("auth module")
+        (project / "src" / "auth.py").write_text("y = 1\n")
+        with session.graph.batch():
+            a.recompute()
+        assert g.stale and "summary pending" in g.render(NodeState.SUMMARY)
+
+    def test_round_trip(self) -> None:
+        g = GroupNode("title", state="DETAILS")
+        g.id = "group_4"
+        again = Node.from_dict(g.to_dict())
+        assert isinstance(again, GroupNode) and again.to_dict() == g.to_dict()
+
+
+class TestRegistry:
+    def test_types_register_by_name(self) -> None:
+        assert node_types()["text"] is TextNode and node_types()["group"] is GroupNode
+
+    def test_unknown_type_is_refused(self) -> None:
+        with pytest.raises(GraphError, match="'martian'"):
+            Node.from_dict({"type": "martian", "id": "m", "version": 0, "state": "DETAILS"})
+
+    def test_malformed_data_is_refused(self) -> None:
+        with pytest.raises(GraphError, match="malformed"):
+            Node.from_dict({"type": "group", "data": {}})
+
+    def test_a_second_class_cannot_take_a_name(self) -> None:
+        with pytest.raises(GraphError, match="taken"):
+            type("Impostor", (Node,), {"type_name": "text", "__slots__": ()})
+
+
+class TestFrequency:
+    def test_period_must_be_positive(self) -> None:
+        with pytest.raises(GraphError, match="-1"):
+            TickFrequency.period(-1)
+
+    def test_due(self) -> None:
+        assert TickFrequency.turn().is_due(5.0, 4.9)
+        assert not TickFrequency.never().is_due(5.0, None)
+        assert TickFrequency.period(2).is_due(5.0, 3.0)
+        assert not TickFrequency.period(2).is_due(5.0, 3.5)
