@@ -264,3 +264,23 @@ def test_bad_budgets_are_refused(project: Path, budget: object) -> None:
 
     with Session(project, budget=100) as s, pytest.raises(BudgetError, match="budget"):
         s.project(budget)  # type: ignore[arg-type]
+
+
+class TestMultiParentUnderPressure:
+    def test_shared_node_moving_to_its_second_parent_stays_within_budget(
+        self, tmp_path: Path
+    ) -> None:
+        names = write_files(tmp_path, 3, lines=40)
+        with Session(tmp_path, budget=100_000) as s:
+            shared = s.text(names[0])
+            low = s.group(shared, s.text(names[1]), title="low", state="DETAILS", priority=1)
+            high = s.group(shared, s.text(names[2]), title="high", state="DETAILS", priority=99)
+            full = s.project()
+            for budget in range(50, full.tokens, max(1, full.tokens // 40)):
+                p = s.project(budget)
+                assert exact(p.text) == p.tokens <= budget
+                shown = [x for x in p.sections if x.node_id == shared.id]
+                assert [x.reference for x in shown] in ([], [False], [False, True])
+                for ref in (x for x in p.sections if x.reference):
+                    assert ref.node_id not in p.omitted
+            assert {low.id, high.id} <= {x.node_id for x in full.sections}

@@ -303,10 +303,10 @@ def _assemble(
         (tail if node.volatile else body).append((section, text))
     companions = {e.node.id: e.node.companions() for e in final if e.node.companions()}
     _drop_lone_companions(body, tail, companions, shown, reasons)
-    omitted = [nid for nid in requested if nid not in shown]
-    for nid in omitted:
-        reasons.setdefault(nid, "left out: budget")
     while True:
+        omitted = [nid for nid in requested if nid not in shown]
+        for nid in omitted:
+            reasons.setdefault(nid, "left out: budget")
         parts = body + tail
         used = sum(s.tokens for s, _ in parts) + changes_tokens
         footer_text, footer_tokens = _footer(omitted, graph, plan.cache, budget, budget - used)
@@ -316,11 +316,15 @@ def _assemble(
             tokens = plan.cache.counter.count_exact(text)
         if tokens <= budget or not parts:
             break
-        # The proof failed (multi-parent moves or a boundary merge): drop the last section.
+        # The proof failed (multi-parent moves or a boundary merge): drop the last section,
+        # with its references and its companions.
         dropped, _ = (tail or body).pop()
         if not dropped.reference:
-            omitted.append(dropped.node_id)
+            shown.discard(dropped.node_id)
             reasons[dropped.node_id] = "left out: budget (final check)"
+            body[:] = [(s, t) for s, t in body if s.node_id in shown]
+            tail[:] = [(s, t) for s, t in tail if s.node_id in shown]
+            _drop_lone_companions(body, tail, companions, shown, reasons)
     if tokens > budget:  # nothing left but changes/footer: drop them too
         text, tokens = "", 0
     sections = [s for s, _ in body + tail]
