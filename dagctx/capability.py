@@ -278,9 +278,7 @@ class ContextNamespace:
         return value
 
     def __contains__(self, key: object) -> bool:
-        return (
-            isinstance(key, str) and self._manager.get_context(self._context_type, key) is not None
-        )
+        return key in self.keys()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.keys())
@@ -296,7 +294,7 @@ class ContextNamespace:
 
     def keys(self) -> list[str]:
         """Return the keys stored under this type, in storage order."""
-        return list(self._manager.get_all_of_type(self._context_type))
+        return self._manager._keys(self._context_type)
 
     def _missing(self, key: str) -> str:
         return (
@@ -312,6 +310,9 @@ class ContextManager:
     so the state is never mutated; hand changes back to the state with
     :meth:`get_raw_data` or through :meth:`dagctx.state.StateManager.store_context`.
     Raises :class:`CapabilityError` when that data is not a three-level dict of mappings.
+
+    ``cm.PV_ADDRESSES`` (or ``cm["PV_ADDRESSES"]`` for a type named like a method, or
+    not an identifier) is a :class:`ContextNamespace` over the entries of that type.
     """
 
     def __init__(
@@ -534,6 +535,9 @@ class ContextManager:
                 f"context {context_type}.{key} not found; stored keys of {context_type}: {stored}"
             )
         return context
+
+    def _keys(self, context_type: str) -> list[str]:
+        return list(self._data.get(context_type, {}))
 
     def _pairs(self) -> list[tuple[str, str]]:
         return [(t, key) for t, entries in self._data.items() for key in entries]

@@ -496,6 +496,12 @@ class TestDotAccess:
         assert list(namespace) == ["a", "b"]
         assert namespace.b == pv("B")
 
+    def test_listing_keys_does_not_rebuild_entries(self) -> None:
+        cm = ContextManager.from_data({"PV_ADDRESSES": {"bad": {"pvs": 3}}}, registry=registry)
+        assert cm.PV_ADDRESSES.keys() == ["bad"] and "bad" in cm.PV_ADDRESSES
+        with pytest.raises(CapabilityError, match=r"PV_ADDRESSES\.bad"):
+            _ = cm.PV_ADDRESSES.bad
+
     def test_membership_and_completion(self, cm: ContextManager) -> None:
         cm.set_context("PV_ADDRESSES", "step_1", pv("A"))
         assert "PV_ADDRESSES" in cm and "NOPE" not in cm

@@ -12,7 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import pytest
 
@@ -24,13 +24,21 @@ pytest.importorskip(
     reason="the LangGraph SQLite checkpointer is not installed: pip install 'dagctx[langgraph]'",
 )
 
+from langchain_core.messages import AnyMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
 
 from dagctx.capability import CapabilityContext, ContextManager
 from dagctx.state import DELETE, AgentState, StateManager, StateUpdate
 
 NOTES = "DAGCTX_LG_NOTES"
+
+
+class ChatState(AgentState):
+    """AgentState with LangGraph's chat history, as the seed's MessagesState base had."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
 
 
 class TurnNote(CapabilityContext):
@@ -202,3 +210,31 @@ class TestParallelWrites:
             builder.add_edge(key, END)
         out = builder.compile().invoke(StateManager.create_fresh_state("go"))
         assert sorted(out["capability_context_data"][NOTES]) == ["left", "right"]
+
+
+class TestMessagesExtension:
+    def test_a_subclass_adds_a_chat_history_that_accumulates(self, tmp_path: Path) -> None:
+        def reply(state: ChatState) -> StateUpdate:
+            return {
+                "messages": [{"role": "assistant", "content": f"echo {state['task_user_input']}"}],
+                "react_step_count": state["react_step_count"] + 1,
+            }
+
+        builder = StateGraph(ChatState)
+        builder.add_node("reply", reply)
+        builder.add_edge(START, "reply")
+        builder.add_edge("reply", END)
+        config: Any = {"configurable": {"thread_id": "chat"}}
+        with SqliteSaver.from_conn_string(str(tmp_path / "chat.sqlite")) as saver:
+            graph = builder.compile(checkpointer=saver)
+            for text in ("hello", "again"):
+                fresh = StateManager.create_fresh_state(text)
+                turn_input: Any = {**fresh, "messages": [{"role": "user", "content": text}]}
+                out = graph.invoke(turn_input, config)
+        assert [m.content for m in out["messages"]] == [
+            "hello",
+            "echo hello",
+            "again",
+            "echo again",
+        ]
+        assert out["react_step_count"] == 1
