@@ -14,7 +14,8 @@ Invariants kept here:
 - :meth:`StateManager.create_fresh_state` lists every execution-scoped field with its
   default, so a LangGraph invocation with it resets them all (a channel that is not
   written keeps its checkpointed value), while an empty persistent field merges as a no-op;
-- every helper returns a state update (:data:`StateUpdate`) and leaves the state alone.
+- every helper returns a new state or a state update (:data:`StateUpdate`) and leaves
+  the state it is given alone.
 
 Not here: the typed contexts themselves (:mod:`dagctx.capability`).
 """
