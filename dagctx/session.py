@@ -32,6 +32,7 @@ from dagctx.nodes.group import GroupNode, Summarizer
 from dagctx.nodes.text import TextNode
 from dagctx.projection import Projection, SectionCache, build_projection
 from dagctx.tokens import DEFAULT_ENCODING, TokenCounter
+from dagctx.watch import WatchVerbs
 
 _current: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
     "dagctx_session", default=None
@@ -69,7 +70,7 @@ class TickResult:
     duration: float = 0.0
 
 
-class Session:
+class Session(WatchVerbs):
     """A context graph over the files under ``root``, with a token budget.
 
     Args:
