@@ -27,6 +27,7 @@ from typing import Any
 from dagctx.background import BackgroundLoop
 from dagctx.errors import BudgetError, DagctxError, PathError
 from dagctx.graph import ContextGraph, NodeRef
+from dagctx.jobs import JobVerbs
 from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.group import GroupNode, Summarizer
 from dagctx.nodes.text import TextNode
@@ -70,7 +71,7 @@ class TickResult:
     duration: float = 0.0
 
 
-class Session(WatchVerbs):
+class Session(JobVerbs, WatchVerbs):
     """A context graph over the files under ``root``, with a token budget.
 
     Args:

@@ -2,7 +2,19 @@
 
 from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.group import GroupNode
+from dagctx.nodes.lock import LockNode
 from dagctx.nodes.registry import node_types
+from dagctx.nodes.shell import ShellNode
 from dagctx.nodes.text import TextNode
 
-__all__ = ["GroupNode", "Node", "NodeState", "TextNode", "TickFrequency", "Trace", "node_types"]
+__all__ = [
+    "GroupNode",
+    "LockNode",
+    "Node",
+    "NodeState",
+    "ShellNode",
+    "TextNode",
+    "TickFrequency",
+    "Trace",
+    "node_types",
+]

@@ -1,0 +1,261 @@
+"""One command's life on an asyncio loop: spawn, capped capture, timeout, cancel, kill.
+
+:func:`run_command` starts a command with ``asyncio.create_subprocess_exec`` in a new
+session, so it leads its own process group, and reads stdout and stderr in chunks into
+:class:`CappedBuffer` s that keep at most ``output_cap`` bytes each (the head and the tail,
+counting what was cut), so memory does not grow with the output. It then waits for the
+exit, the timeout or a cancel request, whichever comes first. On timeout or cancel the
+whole process group — children and grandchildren included — gets SIGTERM, and SIGKILL if
+anything in the group is still alive after a grace period.
+
+A command that cannot start (missing executable, bad working directory, permission) is
+not an exception: the result says ``failed`` with the reason. This module knows nothing
+of nodes or sessions; :mod:`dagctx.jobs` queues its result for the next tick and
+:class:`~dagctx.nodes.shell.ShellNode` renders it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+ShellStatus = Literal["pending", "running", "completed", "failed", "timeout", "cancelled"]
+FINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "timeout", "cancelled"})
+
+CHUNK_BYTES = 64 * 1024
+#: Seconds between SIGTERM and SIGKILL for a process group being stopped.
+KILL_GRACE = 2.0
+#: Seconds a finished command's pipes may stay open (held by a leftover background
+#: process of its group) before that group is killed so the capture can end.
+DRAIN_SECONDS = 1.0
+_POLL = 0.02
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    """What to run: the argument vector, where, with which extra environment, how long."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    env: Mapping[str, str] | None = None  # added to (overriding) the inherited environment
+    timeout: float | None = 30.0
+    output_cap: int = 32 * 1024
+    kill_grace: float = KILL_GRACE
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """How a command ended.
+
+    ``exit_code`` is set when the process exited, ``signal`` when a signal killed it.
+    ``stdout`` / ``stderr`` hold the kept bytes decoded as UTF-8 (invalid bytes replaced),
+    with a truncation marker where bytes were cut; ``*_bytes`` count everything the
+    command wrote and ``*_cut`` what was dropped.
+    """
+
+    status: ShellStatus
+    exit_code: int | None = None
+    signal: int | None = None
+    started_at: float | None = None
+    duration: float | None = None
+    stdout: str = ""
+    stderr: str = ""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    stdout_cut: int = 0
+    stderr_cut: int = 0
+    error: str | None = None
+
+
+class CappedBuffer:
+    """Keeps the first and last bytes of a stream, at most ``cap`` bytes in all.
+
+    The head takes the first ``cap // 2`` bytes and the tail the last ``cap - cap // 2``;
+    everything between is counted in :attr:`cut` and dropped as it arrives.
+    """
+
+    __slots__ = ("_head_cap", "_tail_cap", "head", "tail", "total")
+
+    def __init__(self, cap: int) -> None:
+        self._head_cap = cap // 2
+        self._tail_cap = cap - self._head_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    @property
+    def cut(self) -> int:
+        """How many bytes were dropped between the head and the tail."""
+        return self.total - len(self.head) - len(self.tail)
+
+    def feed(self, data: bytes) -> None:
+        """Take one chunk of the stream."""
+        self.total += len(data)
+        room = self._head_cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data and self._tail_cap:
+            self.tail += data[-self._tail_cap :]
+            excess = len(self.tail) - self._tail_cap
+            if excess > 0:
+                del self.tail[:excess]
+
+    def text(self, name: str) -> str:
+        """The kept bytes as text, with a marker naming ``name`` where bytes were cut."""
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        if not self.cut:
+            return head + tail
+        marker = (
+            f"[… {self.cut:,} bytes of {name} cut; kept the first {len(self.head):,} and"
+            f" the last {len(self.tail):,} of {self.total:,} …]"
+        )
+        return f"{head}\n{marker}\n{tail}"
+
+
+async def run_command(
+    spec: CommandSpec,
+    *,
+    cancel: asyncio.Event,
+    on_start: Callable[[int, float], None],
+) -> CommandResult:
+    """Run ``spec`` to its end and return how it ended; never raises for a bad command.
+
+    ``on_start(pid, wall_clock_start)`` is called once the process exists. Setting
+    ``cancel`` stops the command (status ``cancelled``); so does cancelling the task
+    running this coroutine (the process group is killed before it returns).
+    """
+    if cancel.is_set():
+        return CommandResult("cancelled", error="never started")
+    if not os.path.isdir(spec.cwd):
+        return CommandResult("failed", error=f"working directory {spec.cwd!r} does not exist")
+    env = None if spec.env is None else {**os.environ, **spec.env}
+    started_at, t0 = time.time(), time.monotonic()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *spec.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=spec.cwd,
+            env=env,
+            start_new_session=True,
+        )
+    except (OSError, ValueError) as exc:
+        return CommandResult("failed", started_at=started_at, error=_start_error(spec, exc))
+    on_start(proc.pid, started_at)
+    out, err = CappedBuffer(spec.output_cap), CappedBuffer(spec.output_cap)
+    assert proc.stdout is not None and proc.stderr is not None  # PIPE was asked for
+    readers = [
+        asyncio.create_task(_pump(proc.stdout, out)),
+        asyncio.create_task(_pump(proc.stderr, err)),
+    ]
+    try:
+        ending = await _supervise(proc, spec, cancel)
+    except asyncio.CancelledError:  # the loop is shutting down: leave nothing behind
+        await _kill_group(proc, spec.kill_grace)
+        ending = "cancelled"
+    duration = time.monotonic() - t0
+    await _drain(proc, readers, spec.kill_grace)
+    code = proc.returncode
+    status: ShellStatus = "completed" if ending == "exited" and code == 0 else "failed"
+    if ending != "exited":
+        status = "timeout" if ending == "timeout" else "cancelled"
+    return CommandResult(
+        status,
+        exit_code=code if code is not None and code >= 0 else None,
+        signal=-code if code is not None and code < 0 else None,
+        started_at=started_at,
+        duration=duration,
+        stdout=out.text("stdout"),
+        stderr=err.text("stderr"),
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+        stdout_cut=out.cut,
+        stderr_cut=err.cut,
+    )
+
+
+def _start_error(spec: CommandSpec, exc: Exception) -> str:
+    program = spec.argv[0]
+    if isinstance(exc, FileNotFoundError) and exc.filename == spec.cwd:
+        return f"working directory {spec.cwd!r} does not exist"
+    if isinstance(exc, FileNotFoundError):
+        where = "" if os.sep in program else " on PATH"
+        return f"executable {program!r} not found{where}"
+    if isinstance(exc, PermissionError):
+        return f"cannot run {program!r}: permission denied (not executable?)"
+    if isinstance(exc, OSError):
+        return f"cannot start {program!r}: {exc.strerror or exc}"
+    return f"cannot start {program!r}: {exc}"
+
+
+async def _pump(stream: asyncio.StreamReader, buffer: CappedBuffer) -> None:
+    while chunk := await stream.read(CHUNK_BYTES):
+        buffer.feed(chunk)
+
+
+async def _supervise(
+    proc: asyncio.subprocess.Process, spec: CommandSpec, cancel: asyncio.Event
+) -> Literal["exited", "timeout", "cancelled"]:
+    """Wait for the exit, the timeout or the cancel request; stop the group if not exited."""
+    exited = asyncio.ensure_future(proc.wait())
+    cancelled = asyncio.ensure_future(cancel.wait())
+    try:
+        done, _ = await asyncio.wait(
+            {exited, cancelled}, timeout=spec.timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        cancelled.cancel()
+    if exited in done:
+        return "exited"
+    await _kill_group(proc, spec.kill_grace)
+    return "cancelled" if cancelled in done else "timeout"
+
+
+async def _kill_group(proc: asyncio.subprocess.Process, grace: float) -> None:
+    """SIGTERM the process group; SIGKILL it if anything in it outlives ``grace`` seconds."""
+    group = proc.pid  # start_new_session makes the child its group's leader
+    _signal_group(group, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc.returncode is not None and not _group_alive(group):
+            return
+        await asyncio.sleep(_POLL)
+    _signal_group(group, signal.SIGKILL)
+    await proc.wait()
+
+
+async def _drain(
+    proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]], grace: float
+) -> None:
+    """Let the readers reach end of output; kill leftovers of the group holding the pipes."""
+    _, pending = await asyncio.wait(readers, timeout=DRAIN_SECONDS)
+    if pending and _group_alive(proc.pid):
+        await _kill_group(proc, grace)
+        _, pending = await asyncio.wait(pending, timeout=DRAIN_SECONDS)
+    for reader in pending:  # a process that left the group still holds a pipe
+        reader.cancel()
+    await asyncio.gather(*readers, return_exceptions=True)
+
+
+def _signal_group(group: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, sig)
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
