@@ -21,6 +21,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
+from dagctx.context import Context
 from dagctx.errors import ToolError
 from dagctx.tools.schema import JsonSchema, function_schema
 from dagctx.tools.validation import validate_arguments
@@ -131,15 +132,13 @@ class Tool(Generic[T]):
         return result
 
 
-class ContextTool(Tool[Any]):
+class ContextTool(Tool[Context]):
     """A tool acting on a task `Context`; it reads and writes ``ctx.state`` only."""
 
     target_parameter: ClassVar[str] = "ctx"
 
     def check_target(self, target: object) -> None:
-        """Raise `ToolError` unless `target` has a ``state`` (a `Context`)."""
+        """Raise `ToolError` unless `target` is a `Context`."""
         super().check_target(target)
-        if not hasattr(target, "state"):
-            raise ToolError(
-                f"tool {self.name!r} binds a Context (with .state), got {type(target).__name__}"
-            )
+        if not isinstance(target, Context):
+            raise ToolError(f"tool {self.name!r} binds a Context, got {type(target).__name__}")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
+from dagctx.context import Context
 from dagctx.tools.base import ContextTool
 
 __all__ = ["MAX_FILE_BYTES", "get_file_tools", "read_file"]
@@ -26,7 +26,7 @@ MAX_FILE_BYTES = 1_000_000
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
-def read_file(ctx: Any, path: str) -> str:
+def read_file(ctx: Context, path: str) -> str:
     """Read a file from the working directory.
 
     Args:

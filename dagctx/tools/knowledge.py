@@ -16,6 +16,7 @@ from typing import Any
 
 import regex
 
+from dagctx.context import Context
 from dagctx.errors import ToolError
 from dagctx.knowledge import KnowledgeStore, Workspace, tokenize
 from dagctx.tools.base import ContextTool
@@ -30,7 +31,7 @@ GREP_MAX_MATCHES = 200
 """Matching lines shown; the rest are counted."""
 
 
-def _attached(ctx: Any, key: str, kind: type[Any]) -> Any:
+def _attached(ctx: Context, key: str, kind: type[Any]) -> Any:
     """``ctx.state[key]`` if it is a `kind`; a message if absent; `ToolError` if wrong."""
     value = ctx.state.get(key)
     if value is None:
@@ -45,7 +46,7 @@ def _not_found(workspace: Workspace, name: str) -> str:
     return f"Artifact {name!r} not found. Available artifacts: {available}."
 
 
-def get_knowledge(ctx: Any, name: str) -> str:
+def get_knowledge(ctx: Context, name: str) -> str:
     """Retrieve a knowledge artifact by name from the workspace attached to context.
 
     Args:
@@ -60,7 +61,7 @@ def get_knowledge(ctx: Any, name: str) -> str:
     return artifact.content
 
 
-async def grep_knowledge(ctx: Any, name: str, pattern: str) -> str:
+async def grep_knowledge(ctx: Context, name: str, pattern: str) -> str:
     """Search a knowledge artifact for lines matching a regex pattern.
 
     Returns the matching lines as "line_number: text" (line numbers start at 1).
@@ -109,7 +110,7 @@ def _grep(compiled: regex.Pattern[str], name: str, content: str) -> str:
     return "\n".join(hits)
 
 
-def search_knowledge(ctx: Any, query: str, top_k: int = 5) -> str:
+def search_knowledge(ctx: Context, query: str, top_k: int = 5) -> str:
     """Search across all knowledge artifacts using keyword matching.
 
     Results are chunks of artifacts ranked by BM25 relevance, best first.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dagctx.context import Context
 from dagctx.tools.base import ContextTool
 
 __all__ = ["add_todo", "complete_todo", "get_planning_tools", "get_todo"]
@@ -16,11 +17,11 @@ __all__ = ["add_todo", "complete_todo", "get_planning_tools", "get_todo"]
 TODOS_KEY = "todos"
 
 
-def _todos(ctx: Any) -> list[dict[str, Any]]:
+def _todos(ctx: Context) -> list[dict[str, Any]]:
     return [dict(todo) for todo in ctx.state.get(TODOS_KEY) or []]
 
 
-def add_todo(ctx: Any, item: str) -> str:
+def add_todo(ctx: Context, item: str) -> str:
     """Add a todo item to the planning checklist.
 
     Args:
@@ -35,7 +36,7 @@ def add_todo(ctx: Any, item: str) -> str:
     return f"Added todo {len(todos) - 1}: {text}"
 
 
-def complete_todo(ctx: Any, index: int) -> str:
+def complete_todo(ctx: Context, index: int) -> str:
     """Mark a todo item as completed by its index.
 
     Args:
@@ -51,7 +52,7 @@ def complete_todo(ctx: Any, index: int) -> str:
     return f"Completed todo {index}: {todos[index]['item']}"
 
 
-def get_todo(ctx: Any) -> str:
+def get_todo(ctx: Context) -> str:
     """Retrieve the current todo checklist.
 
     Returns one line per todo, "0. [x] done item" or "1. [ ] open item", or "No todos.".
