@@ -44,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--encoding", default="cl100k_base", help="tiktoken encoding")
     render.add_argument("--explain", action="store_true", help="token table on stderr")
     render.add_argument("--format", choices=("text", "json", "messages"), default="text")
+    watch = commands.add_parser("watch", help="keep a budgeted projection of a directory fresh")
+    watch.add_argument("path", nargs="?", default=".", help="directory to watch (default .)")
+    watch.add_argument("--budget", type=_budget, required=True, help="token budget")
+    watch.add_argument("--out", help="projection file (default PATH/.dagctx/projection.md)")
+    watch.add_argument("--once", action="store_true", help="scan, write, and exit")
+    watch.add_argument("--encoding", default="cl100k_base", help="tiktoken encoding")
     return parser
 
 
@@ -65,7 +71,13 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"render": cmd_render}
+def cmd_watch(args: argparse.Namespace) -> int:
+    from dagctx.watch_display import cmd_watch as run_watch
+
+    return run_watch(args)
+
+
+COMMANDS = {"render": cmd_render, "watch": cmd_watch}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

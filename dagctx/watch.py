@@ -31,7 +31,7 @@ import asyncio
 import mimetypes
 import os
 import stat
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
@@ -505,7 +505,7 @@ class WatchVerbs:
         ignore: Iterable[str | os.PathLike[str]] = (),
         debounce_ms: int = DEFAULT_DEBOUNCE_MS,
         step_ms: int = DEFAULT_STEP_MS,
-    ) -> AsyncIterator[TickResult]:
+    ) -> AsyncGenerator[TickResult, None]:
         """Watch the tree under ``path`` and tick once per batch of file changes.
 
         The tree is scanned first (``progress`` gets the file count) unless the session
