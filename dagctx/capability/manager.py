@@ -1,253 +1,60 @@
-"""Typed capability contexts: the results agent capabilities hand to each other.
+"""Typed access to the three-level dict of capability contexts an agent state carries.
 
-Owns :class:`CapabilityContext` (the pydantic base of every capability result), the
-registry of context classes by ``CONTEXT_TYPE``, and :class:`ContextManager`, which reads
-and writes the three-level dict ``{context_type: {context_key: {field: value}}}`` an agent
-state carries (``capability_context_data`` in :mod:`dagctx.state`).
+Owns :class:`ContextManager` (reads and writes ``{context_type: {context_key: {field:
+value}}}``, ``capability_context_data`` in :mod:`dagctx.state`), the dot-access view
+:class:`ContextNamespace`, and the file round trip (:meth:`ContextManager.save_context_to_file`,
+:func:`load_context`).
 
 Invariants kept here:
 
 - stored data is plain JSON (``model_dump(mode="json")``), so any checkpointer can
   persist it and :func:`load_context` can read it back in another process;
 - a ContextManager works on its own deep copy: nothing done through it mutates the state
-  it was built from, and nothing it returns aliases its data;
-- ``get_summary()`` is small whatever the size of the data, and the default summaries and
-  access details are JSON-serialisable, so the context DAG can render and budget them.
+  it was built from, and nothing it returns aliases its data.
 
-Not here: merging state updates (the reducer is in :mod:`dagctx.state`) and rendering
-under a token budget (a DAG node's job).
+Not here: the context classes and their registry (:mod:`dagctx.capability.context`),
+merging state updates (:mod:`dagctx.state`), rendering under a token budget
+(:class:`dagctx.nodes.capability.CapabilityNode`).
 """
 
 from __future__ import annotations
 
 import copy
-import inspect
 import json
-import keyword
 import os
 import tempfile
-import threading
-from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from dagctx.errors import ContextError
+from dagctx.capability.context import (
+    META_KEY,
+    CapabilityContext,
+    CapabilityError,
+    CapabilityTypeError,
+    ContextRegistry,
+    RawContext,
+    StoredContext,
+    check_name,
+    context_registry,
+    qualified_name,
+)
+from dagctx.capability.steps import (
+    Constraint,
+    ConstraintMode,
+    check_constraints,
+    input_pairs,
+    parse_constraints,
+    step_inputs,
+)
+from dagctx.capability.summary import access_path
 
-#: Reserved field of a stored entry holding dagctx metadata (the task objective).
-#: Pydantic field names cannot start with an underscore, so it never collides with data.
-META_KEY = "_meta"
 DEFAULT_CONTEXT_FILENAME = "context.json"
 
 ContextData = dict[str, dict[str, dict[str, Any]]]
-Constraint = str | tuple[str, str]
-ConstraintMode = Literal["hard", "soft"]
-
-_SUMMARY_TEXT_CHARS = 80
-_SUMMARY_ITEMS = 3
-_SUMMARY_KEYS = 5
-_SUMMARY_FIELDS = 20
-_SUMMARY_DEPTH = 2
-
-
-class CapabilityError(ContextError, ValueError):
-    """A capability-context operation was refused: a missing context, a violated step
-    constraint, malformed stored data or a bad argument."""
-
-
-class CapabilityTypeError(ContextError, TypeError):
-    """A capability context class, or a value stored as one, breaks the contract."""
-
-
-class CapabilityContext(BaseModel, ABC):
-    """Base of every typed capability result.
-
-    A concrete subclass sets two class constants and implements ``get_access_details``::
-
-        class PVAddresses(CapabilityContext):
-            CONTEXT_TYPE: ClassVar[str] = "PV_ADDRESSES"
-            CONTEXT_CATEGORY: ClassVar[str] = "METADATA"
-            pvs: list[str]
-
-            def get_access_details(self, key: str) -> dict[str, Any]:
-                return {"pvs": f"context.PV_ADDRESSES.{key}.pvs", "count": len(self.pvs)}
-
-    Creating such a class registers it in :data:`context_registry` under its
-    ``CONTEXT_TYPE``; ``class PVAddresses(CapabilityContext, register=False)`` leaves it
-    out (to register it in a :class:`ContextRegistry` of your own). A concrete subclass
-    that does not set both constants to non-empty strings, or that claims a type another
-    class holds, fails at class creation with :class:`CapabilityTypeError`. Abstract
-    intermediate bases are not checked.
-    """
-
-    CONTEXT_TYPE: ClassVar[str]
-    CONTEXT_CATEGORY: ClassVar[str]
-
-    def __init_subclass__(cls, *, register: bool = True, **kwargs: Any) -> None:
-        # ``register`` is read by __pydantic_init_subclass__, once the model is complete.
-        super().__init_subclass__(**kwargs)
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, *, register: bool = True, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        # A parametrized generic (Model[int]) is a subclass of an already checked origin.
-        if inspect.isabstract(cls) or cls.__pydantic_generic_metadata__["origin"] is not None:
-            return
-        for name in ("CONTEXT_TYPE", "CONTEXT_CATEGORY"):
-            _check_class_constant(cls, name)
-        if register:
-            context_registry.register(cls)
-
-    @property
-    def context_type(self) -> str:
-        """The class's ``CONTEXT_TYPE``."""
-        return self.CONTEXT_TYPE
-
-    @abstractmethod
-    def get_access_details(self, key: str) -> dict[str, Any]:
-        """Return how a model or generated code can use this context stored under ``key``
-        (paths, counts, field meanings), as a JSON-serialisable dict."""
-
-    def get_summary(self) -> dict[str, Any]:
-        """Return a short JSON-serialisable overview: ``{"type": ..., "fields": {...}}``
-        with long strings cut and long collections shortened. Override it for a better one;
-        keep it small, since it is what the model sees when the budget is tight."""
-        return _summarize(self.CONTEXT_TYPE, self.model_dump(mode="json", by_alias=True))
-
-
-_C = TypeVar("_C", bound=CapabilityContext)
-
-
-class ContextRegistry:
-    """Context classes by ``CONTEXT_TYPE``.
-
-    :data:`context_registry` is the default one; every concrete :class:`CapabilityContext`
-    subclass registers there when it is created. A separate registry gives a
-    :class:`ContextManager` an isolated view (``ContextManager(state, registry=r)``).
-    """
-
-    def __init__(self) -> None:
-        self._classes: dict[str, type[CapabilityContext]] = {}
-        self._lock = threading.Lock()
-
-    def register(self, cls: type[_C], *, replace: bool = False) -> type[_C]:
-        """Register ``cls`` under its ``CONTEXT_TYPE`` and return it (usable as a decorator).
-
-        A class with the same module and qualified name as the registered one replaces it
-        (a reloaded module, a re-run notebook cell). Raises :class:`CapabilityTypeError`
-        when ``cls`` is not a concrete CapabilityContext subclass, or when a different
-        class holds the type and ``replace`` is false.
-        """
-        if not (isinstance(cls, type) and issubclass(cls, CapabilityContext)):
-            raise CapabilityTypeError(f"{cls!r} is not a CapabilityContext subclass")
-        if inspect.isabstract(cls):
-            raise CapabilityTypeError(
-                f"{_qualified_name(cls)} is abstract (it does not implement "
-                f"{', '.join(sorted(getattr(cls, '__abstractmethods__', ())))}) "
-                "and cannot be registered"
-            )
-        context_type = cls.CONTEXT_TYPE
-        with self._lock:
-            current = self._classes.get(context_type)
-            if (
-                current is not None
-                and not replace
-                and _qualified_name(current) != _qualified_name(cls)
-            ):
-                raise CapabilityTypeError(
-                    f"{_qualified_name(cls)} declares CONTEXT_TYPE {context_type!r}, which "
-                    f"{_qualified_name(current)} already holds; give {cls.__name__} its own "
-                    f"CONTEXT_TYPE or unregister {context_type!r} first"
-                )
-            self._classes[context_type] = cls
-        return cls
-
-    def unregister(self, context_type: str) -> type[CapabilityContext]:
-        """Remove and return the class registered for ``context_type``.
-
-        Raises :class:`CapabilityError` when no class is registered for it.
-        """
-        with self._lock:
-            try:
-                return self._classes.pop(context_type)
-            except KeyError:
-                raise CapabilityError(
-                    f"no context class is registered for {context_type!r}"
-                ) from None
-
-    def get(self, context_type: str) -> type[CapabilityContext] | None:
-        """Return the class registered for ``context_type``, or None."""
-        return self._classes.get(context_type)
-
-    def __contains__(self, context_type: object) -> bool:
-        return context_type in self._classes
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._classes))
-
-    def __len__(self) -> int:
-        return len(self._classes)
-
-
-context_registry = ContextRegistry()
-
-
-class RawContext(Mapping[str, Any]):
-    """A stored entry whose type has no registered class: read-only field access by
-    attribute (``ctx.pvs``) or item (``ctx["pvs"]``; use this for names such as ``keys``
-    that the mapping methods take). Holds its own copy of the data."""
-
-    __slots__ = ("_context_type", "_data")
-
-    def __init__(self, context_type: str, data: Mapping[str, Any]) -> None:
-        self._context_type = context_type
-        self._data = dict(data)
-
-    @property
-    def context_type(self) -> str:
-        """The type this entry is stored under."""
-        return self._context_type
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        try:
-            return self._data[name]
-        except KeyError:
-            raise AttributeError(
-                f"{self._context_type} context has no field {name!r}; "
-                f"fields: {', '.join(self._data) or 'none'}"
-            ) from None
-
-    def __getitem__(self, name: str) -> Any:
-        return self._data[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return f"RawContext({self._context_type!r}, {self._data!r})"
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a deep copy of the fields."""
-        return copy.deepcopy(self._data)
-
-    def get_summary(self) -> dict[str, Any]:
-        """Return the same shortened overview as :meth:`CapabilityContext.get_summary`."""
-        return _summarize(self._context_type, self._data)
-
-    def get_access_details(self, key: str) -> dict[str, Any]:
-        """Return the access path and the field names (no class describes this data)."""
-        return {"access": _access_path(self._context_type, key), "fields": list(self._data)}
-
-
-StoredContext = CapabilityContext | RawContext
 
 
 class ContextNamespace:
@@ -344,8 +151,8 @@ class ContextManager:
         that type (an instance of the class registered for it, if any) or cannot be dumped
         to JSON, and :class:`CapabilityError` for an empty type or key.
         """
-        _check_name("context type", context_type)
-        _check_name("context key", key)
+        check_name("context type", context_type)
+        check_name("context key", key)
         if not isinstance(value, CapabilityContext):
             raise CapabilityTypeError(
                 f"the value stored as {context_type}.{key} must be a CapabilityContext, "
@@ -359,8 +166,8 @@ class ContextManager:
         expected = self._registry.get(context_type)
         if expected is not None and not isinstance(value, expected):
             raise CapabilityTypeError(
-                f"{context_type!r} is registered to {_qualified_name(expected)}; "
-                f"{_qualified_name(type(value))} is not an instance of it"
+                f"{context_type!r} is registered to {qualified_name(expected)}; "
+                f"{qualified_name(type(value))} is not an instance of it"
             )
         if task_objective is not None and not isinstance(task_objective, str):
             raise CapabilityTypeError(
@@ -414,22 +221,22 @@ class ContextManager:
         Raises :class:`CapabilityError` for a named entry that does not exist, a malformed
         step or constraint, an unknown mode, or an unmet constraint.
         """
-        parsed = _parse_constraints(constraints)
+        parsed = parse_constraints(constraints)
         if constraint_mode not in ("hard", "soft"):
             raise CapabilityError(
                 f"constraint_mode must be 'hard' or 'soft', got {constraint_mode!r}"
             )
         found: dict[str, list[StoredContext]] = {}
-        for context_type, key in _step_inputs(step):
+        for context_type, key in step_inputs(step):
             found.setdefault(context_type, []).append(self._require(context_type, key))
-        _check_constraints(found, parsed, constraint_mode)
+        check_constraints(found, parsed, constraint_mode)
         return {t: values[0] if len(values) == 1 else values for t, values in found.items()}
 
     def get_summaries(self, step: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Return the ``get_summary()`` of every entry (storage order), or of the entries a
         step names (input order). Raises :class:`CapabilityError` like
         :meth:`extract_from_step` for a step naming a missing entry."""
-        pairs = self._pairs() if step is None else _step_inputs(step)
+        pairs = self._pairs() if step is None else step_inputs(step)
         return [self._require(context_type, key).get_summary() for context_type, key in pairs]
 
     def get_context_access_description(
@@ -448,7 +255,7 @@ class ContextManager:
         blocks = []
         for context_type, key in pairs:
             context = self._require(context_type, key)
-            header = _access_path(context_type, key)
+            header = access_path(context_type, key)
             category = getattr(type(context), "CONTEXT_CATEGORY", None)
             if isinstance(category, str):
                 header += f" [{category}]"
@@ -557,7 +364,7 @@ class ContextManager:
                     raise CapabilityError(self._missing_type(item))
                 pairs.extend((item, key) for key in self._data[item])
             elif isinstance(item, Mapping):
-                pairs.extend(_input_pairs(item))
+                pairs.extend(input_pairs(item))
             else:
                 raise CapabilityError(
                     f"filter items must be context types or {{type: key}} mappings, got {item!r}"
@@ -613,29 +420,6 @@ def load_context(
 # --- helpers --------------------------------------------------------------------------
 
 
-def _qualified_name(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _check_class_constant(cls: type[CapabilityContext], name: str) -> None:
-    if name in cls.model_fields:
-        raise CapabilityTypeError(
-            f"{_qualified_name(cls)} declares {name} as a pydantic field; make it a class "
-            f'constant: `{name}: ClassVar[str] = "..."`'
-        )
-    value = getattr(cls, name, None)
-    if not isinstance(value, str) or not value.strip():
-        raise CapabilityTypeError(
-            f"{_qualified_name(cls)} must set {name} to a non-empty string (got {value!r}); "
-            f'add `{name}: ClassVar[str] = "..."` to the class'
-        )
-
-
-def _check_name(what: str, value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise CapabilityError(f"{what} must be a non-empty string, got {value!r}")
-
-
 def _dump(value: CapabilityContext, where: str) -> dict[str, Any]:
     try:
         return value.model_dump(mode="json", by_alias=True, round_trip=True)
@@ -654,7 +438,7 @@ def _validated_copy(raw: object) -> ContextData:
         )
     data: ContextData = {}
     for context_type, entries in raw.items():
-        _check_name("context type", context_type)
+        check_name("context type", context_type)
         if not isinstance(entries, Mapping):
             raise CapabilityError(
                 f"entries of {context_type!r} must be a mapping {{key: {{field: value}}}}, "
@@ -662,7 +446,7 @@ def _validated_copy(raw: object) -> ContextData:
             )
         data[context_type] = {}
         for key, entry in entries.items():
-            _check_name(f"key of {context_type}", key)
+            check_name(f"key of {context_type}", key)
             if not isinstance(entry, Mapping):
                 raise CapabilityError(
                     f"entry {context_type}.{key} must be a mapping of fields, "
@@ -670,138 +454,6 @@ def _validated_copy(raw: object) -> ContextData:
                 )
             data[context_type][key] = copy.deepcopy(dict(entry))
     return data
-
-
-def _input_pairs(item: Mapping[str, Any]) -> list[tuple[str, str]]:
-    pairs = []
-    for context_type, key in item.items():
-        _check_name("context type in a step input", context_type)
-        _check_name(f"context key for {context_type} in a step input", key)
-        pairs.append((context_type, key))
-    return pairs
-
-
-def _step_inputs(step: Mapping[str, Any]) -> list[tuple[str, str]]:
-    if not isinstance(step, Mapping):
-        raise CapabilityError(
-            f"step must be a mapping with an 'inputs' list, got {type(step).__name__}"
-        )
-    inputs = step.get("inputs") or []
-    if isinstance(inputs, str | bytes | Mapping) or not isinstance(inputs, Iterable):
-        raise CapabilityError(
-            f"step['inputs'] must be a list of {{context_type: key}} mappings, got {inputs!r}"
-        )
-    pairs: list[tuple[str, str]] = []
-    for item in inputs:
-        if not isinstance(item, Mapping):
-            raise CapabilityError(f"step input {item!r} must be a mapping {{context_type: key}}")
-        pairs.extend(_input_pairs(item))
-    return list(dict.fromkeys(pairs))  # a repeated input names the same context once
-
-
-def _parse_constraints(constraints: Iterable[Constraint] | None) -> list[tuple[str, str | None]]:
-    if constraints is None:
-        return []
-    if isinstance(constraints, str | bytes | Mapping):
-        raise CapabilityError(
-            f"constraints must be a list of types or (type, cardinality) pairs, got {constraints!r}"
-        )
-    parsed: list[tuple[str, str | None]] = []
-    for item in constraints:
-        if isinstance(item, str) and item:
-            parsed.append((item, None))
-        elif isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str):
-            context_type, cardinality = item
-            if cardinality not in ("single", "multiple"):
-                raise CapabilityError(
-                    f"invalid cardinality {cardinality!r} for {context_type}: "
-                    f"must be 'single' or 'multiple'"
-                )
-            parsed.append((context_type, cardinality))
-        else:
-            raise CapabilityError(
-                f"constraint {item!r} must be a context type or a (type, cardinality) pair"
-            )
-    return parsed
-
-
-def _check_constraints(
-    found: Mapping[str, list[StoredContext]],
-    constraints: list[tuple[str, str | None]],
-    mode: ConstraintMode,
-) -> None:
-    missing = []
-    for context_type, cardinality in constraints:
-        count = len(found.get(context_type, ()))
-        if count == 0:
-            missing.append(context_type)
-        elif cardinality == "single" and count != 1:
-            raise CapabilityError(
-                f"constraint ({context_type!r}, 'single'): expected single instance of "
-                f"{context_type} but got {count}"
-            )
-        elif cardinality == "multiple" and count < 2:
-            raise CapabilityError(
-                f"constraint ({context_type!r}, 'multiple'): expected multiple instances of "
-                f"{context_type} but got single"
-            )
-    provided = ", ".join(found) or "none"
-    if mode == "hard" and missing:
-        raise CapabilityError(
-            f"step lacks required context type(s) {', '.join(missing)}; it provides: {provided}"
-        )
-    if mode == "soft" and constraints and len(missing) == len(constraints):
-        wanted = ", ".join(t for t, _ in constraints)
-        raise CapabilityError(
-            f"step provides none of the context types {wanted} (soft mode needs at least "
-            f"one); it provides: {provided}"
-        )
-
-
-def _access_path(context_type: str, key: str) -> str:
-    def usable(name: str) -> bool:
-        return name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_")
-
-    if usable(context_type) and usable(key):
-        return f"context.{context_type}.{key}"
-    return f"context[{context_type!r}][{key!r}]"
-
-
-def _summarize(context_type: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    names = [name for name in data if name != META_KEY]
-    fields = {str(name): _preview(data[name], 0) for name in names[:_SUMMARY_FIELDS]}
-    if len(names) > _SUMMARY_FIELDS:
-        fields["…"] = f"{len(names) - _SUMMARY_FIELDS} more fields"
-    return {"type": context_type, "fields": fields}
-
-
-def _preview(value: Any, depth: int) -> Any:
-    """A JSON-safe, bounded stand-in for ``value``."""
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    if isinstance(value, str):
-        if len(value) <= _SUMMARY_TEXT_CHARS:
-            return value
-        return f"{value[:_SUMMARY_TEXT_CHARS]}… (+{len(value) - _SUMMARY_TEXT_CHARS} chars)"
-    if isinstance(value, Mapping):
-        if depth >= _SUMMARY_DEPTH:
-            return f"<mapping of {len(value)} keys>"
-        keys = list(value)
-        shown = {
-            _preview(str(k), depth + 1): _preview(value[k], depth + 1) for k in keys[:_SUMMARY_KEYS]
-        }
-        if len(keys) > _SUMMARY_KEYS:
-            shown["…"] = f"{len(keys) - _SUMMARY_KEYS} more keys"
-        return shown
-    if isinstance(value, list | tuple | set | frozenset):
-        items = list(value)
-        if depth >= _SUMMARY_DEPTH:
-            return f"<list of {len(items)} items>"
-        shown_items = [_preview(item, depth + 1) for item in items[:_SUMMARY_ITEMS]]
-        if len(items) > _SUMMARY_ITEMS:
-            shown_items.append(f"… {len(items) - _SUMMARY_ITEMS} more items")
-        return shown_items
-    return _preview(str(value), depth)
 
 
 def _atomic_write(target: Path, text: str) -> None:
@@ -815,22 +467,3 @@ def _atomic_write(target: Path, text: str) -> None:
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
-
-
-__all__ = [
-    "DEFAULT_CONTEXT_FILENAME",
-    "META_KEY",
-    "CapabilityContext",
-    "CapabilityError",
-    "CapabilityTypeError",
-    "Constraint",
-    "ConstraintMode",
-    "ContextData",
-    "ContextManager",
-    "ContextNamespace",
-    "ContextRegistry",
-    "RawContext",
-    "StoredContext",
-    "context_registry",
-    "load_context",
-]

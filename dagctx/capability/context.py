@@ -1,0 +1,255 @@
+"""The capability context contract: the base class, the registry of classes by type, and
+the untyped stand-in for data whose class is unknown.
+
+Owns :class:`CapabilityContext` (the pydantic base of every capability result, checked
+at class creation), :class:`ContextRegistry` with the default :data:`context_registry`,
+:class:`RawContext`, the errors of :mod:`dagctx.capability`, and the reserved
+:data:`META_KEY` field of a stored entry. Not here: reading and writing the three-level
+dict (:mod:`dagctx.capability.manager`).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel
+
+from dagctx.capability.summary import access_path, summarize
+from dagctx.errors import ContextError
+
+#: Reserved field of a stored entry holding dagctx metadata (the task objective).
+#: Pydantic field names cannot start with an underscore, so it never collides with data.
+META_KEY = "_meta"
+
+
+class CapabilityError(ContextError, ValueError):
+    """A capability-context operation was refused: a missing context, a violated step
+    constraint, malformed stored data or a bad argument."""
+
+
+class CapabilityTypeError(ContextError, TypeError):
+    """A capability context class, or a value stored as one, breaks the contract."""
+
+
+class CapabilityContext(BaseModel, ABC):
+    """Base of every typed capability result.
+
+    A concrete subclass sets two class constants and implements ``get_access_details``::
+
+        class PVAddresses(CapabilityContext):
+            CONTEXT_TYPE: ClassVar[str] = "PV_ADDRESSES"
+            CONTEXT_CATEGORY: ClassVar[str] = "METADATA"
+            pvs: list[str]
+
+            def get_access_details(self, key: str) -> dict[str, Any]:
+                return {"pvs": f"context.PV_ADDRESSES.{key}.pvs", "count": len(self.pvs)}
+
+    Creating such a class registers it in :data:`context_registry` under its
+    ``CONTEXT_TYPE``; ``class PVAddresses(CapabilityContext, register=False)`` leaves it
+    out (to register it in a :class:`ContextRegistry` of your own). A concrete subclass
+    that does not set both constants to non-empty strings, or that claims a type another
+    class holds, fails at class creation with :class:`CapabilityTypeError`. Abstract
+    intermediate bases are not checked.
+    """
+
+    CONTEXT_TYPE: ClassVar[str]
+    CONTEXT_CATEGORY: ClassVar[str]
+
+    def __init_subclass__(cls, *, register: bool = True, **kwargs: Any) -> None:
+        # ``register`` is read by __pydantic_init_subclass__, once the model is complete.
+        super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, *, register: bool = True, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        # A parametrized generic (Model[int]) is a subclass of an already checked origin.
+        if inspect.isabstract(cls) or cls.__pydantic_generic_metadata__["origin"] is not None:
+            return
+        for name in ("CONTEXT_TYPE", "CONTEXT_CATEGORY"):
+            _check_class_constant(cls, name)
+        if register:
+            context_registry.register(cls)
+
+    @property
+    def context_type(self) -> str:
+        """The class's ``CONTEXT_TYPE``."""
+        return self.CONTEXT_TYPE
+
+    @abstractmethod
+    def get_access_details(self, key: str) -> dict[str, Any]:
+        """Return how a model or generated code can use this context stored under ``key``
+        (paths, counts, field meanings), as a JSON-serialisable dict."""
+
+    def get_summary(self) -> dict[str, Any]:
+        """Return a short JSON-serialisable overview: ``{"type": ..., "fields": {...}}``
+        with long strings cut and long collections shortened. Override it for a better one;
+        keep it small, since it is what the model sees when the budget is tight."""
+        data = self.model_dump(mode="json", by_alias=True)
+        return summarize(self.CONTEXT_TYPE, without_meta(data))
+
+
+_C = TypeVar("_C", bound=CapabilityContext)
+
+
+class ContextRegistry:
+    """Context classes by ``CONTEXT_TYPE``.
+
+    :data:`context_registry` is the default one; every concrete :class:`CapabilityContext`
+    subclass registers there when it is created. A separate registry gives a
+    :class:`ContextManager` an isolated view (``ContextManager(state, registry=r)``).
+    """
+
+    def __init__(self) -> None:
+        self._classes: dict[str, type[CapabilityContext]] = {}
+        self._lock = threading.Lock()
+
+    def register(self, cls: type[_C], *, replace: bool = False) -> type[_C]:
+        """Register ``cls`` under its ``CONTEXT_TYPE`` and return it (usable as a decorator).
+
+        A class with the same module and qualified name as the registered one replaces it
+        (a reloaded module, a re-run notebook cell). Raises :class:`CapabilityTypeError`
+        when ``cls`` is not a concrete CapabilityContext subclass, or when a different
+        class holds the type and ``replace`` is false.
+        """
+        if not (isinstance(cls, type) and issubclass(cls, CapabilityContext)):
+            raise CapabilityTypeError(f"{cls!r} is not a CapabilityContext subclass")
+        if inspect.isabstract(cls):
+            raise CapabilityTypeError(
+                f"{qualified_name(cls)} is abstract (it does not implement "
+                f"{', '.join(sorted(getattr(cls, '__abstractmethods__', ())))}) "
+                "and cannot be registered"
+            )
+        context_type = cls.CONTEXT_TYPE
+        with self._lock:
+            current = self._classes.get(context_type)
+            if (
+                current is not None
+                and not replace
+                and qualified_name(current) != qualified_name(cls)
+            ):
+                raise CapabilityTypeError(
+                    f"{qualified_name(cls)} declares CONTEXT_TYPE {context_type!r}, which "
+                    f"{qualified_name(current)} already holds; give {cls.__name__} its own "
+                    f"CONTEXT_TYPE or unregister {context_type!r} first"
+                )
+            self._classes[context_type] = cls
+        return cls
+
+    def unregister(self, context_type: str) -> type[CapabilityContext]:
+        """Remove and return the class registered for ``context_type``.
+
+        Raises :class:`CapabilityError` when no class is registered for it.
+        """
+        with self._lock:
+            try:
+                return self._classes.pop(context_type)
+            except KeyError:
+                raise CapabilityError(
+                    f"no context class is registered for {context_type!r}"
+                ) from None
+
+    def get(self, context_type: str) -> type[CapabilityContext] | None:
+        """Return the class registered for ``context_type``, or None."""
+        return self._classes.get(context_type)
+
+    def __contains__(self, context_type: object) -> bool:
+        return context_type in self._classes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._classes))
+
+    def __len__(self) -> int:
+        return len(self._classes)
+
+
+context_registry = ContextRegistry()
+
+
+class RawContext(Mapping[str, Any]):
+    """A stored entry whose type has no registered class: read-only field access by
+    attribute (``ctx.pvs``) or item (``ctx["pvs"]``; use this for names such as ``keys``
+    that the mapping methods take). Holds its own copy of the data."""
+
+    __slots__ = ("_context_type", "_data")
+
+    def __init__(self, context_type: str, data: Mapping[str, Any]) -> None:
+        self._context_type = context_type
+        self._data = dict(data)
+
+    @property
+    def context_type(self) -> str:
+        """The type this entry is stored under."""
+        return self._context_type
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._data[name]
+        except KeyError:
+            raise AttributeError(
+                f"{self._context_type} context has no field {name!r}; "
+                f"fields: {', '.join(self._data) or 'none'}"
+            ) from None
+
+    def __getitem__(self, name: str) -> Any:
+        return self._data[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"RawContext({self._context_type!r}, {self._data!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a deep copy of the fields."""
+        return copy.deepcopy(self._data)
+
+    def get_summary(self) -> dict[str, Any]:
+        """Return the same shortened overview as :meth:`CapabilityContext.get_summary`."""
+        return summarize(self._context_type, without_meta(self._data))
+
+    def get_access_details(self, key: str) -> dict[str, Any]:
+        """Return the access path and the field names (no class describes this data)."""
+        return {"access": access_path(self._context_type, key), "fields": list(self._data)}
+
+
+StoredContext = CapabilityContext | RawContext
+
+
+def qualified_name(cls: type) -> str:
+    """Return ``module.QualName`` of ``cls`` (how errors and the registry name classes)."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _check_class_constant(cls: type[CapabilityContext], name: str) -> None:
+    if name in cls.model_fields:
+        raise CapabilityTypeError(
+            f"{qualified_name(cls)} declares {name} as a pydantic field; make it a class "
+            f'constant: `{name}: ClassVar[str] = "..."`'
+        )
+    value = getattr(cls, name, None)
+    if not isinstance(value, str) or not value.strip():
+        raise CapabilityTypeError(
+            f"{qualified_name(cls)} must set {name} to a non-empty string (got {value!r}); "
+            f'add `{name}: ClassVar[str] = "..."` to the class'
+        )
+
+
+def check_name(what: str, value: object) -> None:
+    """Raise :class:`CapabilityError` naming ``what`` unless ``value`` is a non-empty str."""
+    if not isinstance(value, str) or not value:
+        raise CapabilityError(f"{what} must be a non-empty string, got {value!r}")
+
+
+def without_meta(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the fields of a stored entry without the reserved :data:`META_KEY`."""
+    return {name: value for name, value in data.items() if name != META_KEY}
