@@ -33,6 +33,10 @@ from dagctx.nodes.group import GroupNode, Summarizer
 from dagctx.nodes.text import TextNode
 from dagctx.projection import Projection, SectionCache, build_projection
 from dagctx.tokens import DEFAULT_ENCODING, TokenCounter
+from dagctx.verbs.artifacts import ArtifactVerbs
+from dagctx.verbs.conversation import ConversationVerbs
+from dagctx.verbs.session_info import SessionInfoVerbs
+from dagctx.verbs.work import WorkVerbs
 from dagctx.watch import WatchVerbs
 
 _current: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
@@ -71,7 +75,7 @@ class TickResult:
     duration: float = 0.0
 
 
-class Session(JobVerbs, WatchVerbs):
+class Session(JobVerbs, WatchVerbs, ConversationVerbs, ArtifactVerbs, WorkVerbs, SessionInfoVerbs):
     """A context graph over the files under ``root``, with a token budget.
 
     Args:

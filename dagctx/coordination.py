@@ -1,0 +1,414 @@
+"""The coordination store: work claims that agents (processes) sharing a tree can all see.
+
+A *claim* is one agent's intent over some paths (absolute; a directory covers everything
+below it) in ``read`` or ``write`` mode. Claims live in an SQLite file — by default
+``<session root>/.dagctx/coordination.db`` — opened in WAL mode with a busy timeout, so
+readers never block and concurrent writers wait their turn instead of failing. Every
+write is one ``BEGIN IMMEDIATE`` transaction.
+
+Liveness: a claim carries its owner's ``ttl`` (the owner's ``stale_after``) and is live
+until ``ttl`` seconds after its last heartbeat. An expired claim is no longer listed,
+cannot be renewed by a heartbeat, and is deleted by the next write of any agent.
+
+Two live claims of different agents *conflict* when a path of one overlaps a path of the
+other and at least one of them writes. :class:`WorkBoard` is one session's view of the
+store: its agent identity, and a snapshot (heartbeat + listing) taken at most once per
+tick.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from dagctx.errors import DagctxError
+
+MODES = ("read", "write")
+DEFAULT_STALE_AFTER = 60.0
+DEFAULT_BUSY_TIMEOUT = 10.0
+SCHEMA_VERSION = 1
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS claims (
+    claim_id   TEXT PRIMARY KEY,
+    agent_id   TEXT NOT NULL,
+    agent_name TEXT,
+    pid        INTEGER NOT NULL,
+    intent     TEXT NOT NULL,
+    mode       TEXT NOT NULL,
+    files      TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    ttl        REAL NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS claims_by_agent ON claims (agent_id);
+CREATE INDEX IF NOT EXISTS claims_by_expiry ON claims (expires_at);
+"""
+_COLUMNS = "claim_id, agent_id, agent_name, pid, intent, mode, files, created_at, expires_at"
+
+
+class CoordinationError(DagctxError):
+    """The coordination store cannot be opened or written, or a claim is malformed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """One agent's identity in the store: ``pid-random`` plus an optional display name."""
+
+    id: str
+    name: str | None = None
+    pid: int = 0
+
+    @classmethod
+    def new(cls, name: str | None = None) -> Agent:
+        """A fresh identity for this process (unique even for several sessions per pid).
+
+        Raises:
+            CoordinationError: ``name`` is not a string or None.
+        """
+        if name is not None and not isinstance(name, str):
+            raise CoordinationError(f"agent name must be a string or None, got {name!r}")
+        pid = os.getpid()
+        return cls(f"{pid}-{secrets.token_hex(4)}", name or None, pid)
+
+    def label(self) -> str:
+        return f"{self.name} ({self.id})" if self.name else self.id
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A live claim as stored: who, what for, which paths, in which mode, until when."""
+
+    claim_id: str
+    agent_id: str
+    agent_name: str | None
+    pid: int
+    intent: str
+    mode: str
+    files: tuple[str, ...]
+    created_at: float
+    expires_at: float
+
+    def agent_label(self) -> str:
+        return f"{self.agent_name} ({self.agent_id})" if self.agent_name else self.agent_id
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """An overlap between one of our claims and another agent's claim.
+
+    ``path`` is ours, ``other_path`` theirs (equal, or one a directory holding the other);
+    ``kind`` is ``"<our mode>/<their mode>"``, e.g. ``"write/write"``.
+    """
+
+    path: str
+    other_path: str
+    kind: str
+    claim_id: str
+    agent_id: str
+    agent_name: str | None
+    intent: str
+
+    def agent_label(self) -> str:
+        return f"{self.agent_name} ({self.agent_id})" if self.agent_name else self.agent_id
+
+
+def paths_overlap(a: str, b: str) -> bool:
+    """Whether two absolute posix paths are equal or one is a directory holding the other."""
+    if a == b:
+        return True
+    shorter, longer = (a, b) if len(a) < len(b) else (b, a)
+    return longer.startswith(shorter.rstrip("/") + "/")
+
+
+def find_conflicts(own: Claim, claims: Iterable[Claim]) -> tuple[Conflict, ...]:
+    """Overlaps of ``own`` with other agents' claims where at least one side writes,
+    sorted by path, then agent, then claim."""
+    found = []
+    for other in claims:
+        if other.agent_id == own.agent_id or "write" not in (own.mode, other.mode):
+            continue
+        for path in own.files:
+            for other_path in other.files:
+                if paths_overlap(path, other_path):
+                    found.append(
+                        Conflict(
+                            path,
+                            other_path,
+                            f"{own.mode}/{other.mode}",
+                            other.claim_id,
+                            other.agent_id,
+                            other.agent_name,
+                            other.intent,
+                        )
+                    )
+    return tuple(sorted(found, key=lambda c: (c.path, c.agent_id, c.claim_id, c.other_path)))
+
+
+def check_claim_fields(intent: object, files: Sequence[object], mode: object) -> None:
+    """Raises CoordinationError naming a bad intent, file or mode."""
+    if not isinstance(intent, str) or not intent.strip():
+        raise CoordinationError(f"a work intent must be a non-empty string, got {intent!r}")
+    if mode not in MODES:
+        raise CoordinationError(f"unknown claim mode {mode!r}; expected 'read' or 'write'")
+    for path in files:
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise CoordinationError(f"claimed paths must be absolute, got {path!r}")
+
+
+def check_ttl(ttl: object) -> float:
+    """Return ``ttl`` as a float. Raises CoordinationError unless it is a positive number."""
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < float("inf"):
+        raise CoordinationError(f"stale_after must be a positive number of seconds, got {ttl!r}")
+    return float(ttl)
+
+
+class CoordinationStore:
+    """Claims in an SQLite file shared by every agent that opens the same path.
+
+    Args:
+        path: the database file (its folder is created if needed).
+        busy_timeout: seconds a writer waits for another writer before failing.
+
+    Raises:
+        CoordinationError: the file cannot be created or opened as a store.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    ) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            with self._write() as db:
+                self._create_schema(db)
+        except CoordinationError:
+            self.close()
+            raise
+        except (OSError, sqlite3.Error) as exc:
+            self.close()
+            raise CoordinationError(f"cannot open coordination store {str(path)!r}: {exc}") from exc
+
+    @staticmethod
+    def _create_schema(db: sqlite3.Connection) -> None:
+        # executescript would commit on its own; run the statements inside our transaction.
+        for statement in filter(str.strip, _SCHEMA.split(";")):
+            db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    # -- transactions -----------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise CoordinationError(f"coordination store {str(self.path)!r} is closed")
+        return self._db
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One immediate write transaction, committed on success, rolled back on error."""
+        with self._lock:
+            db = self._connection()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise CoordinationError(f"coordination store {str(self.path)!r}: {exc}") from exc
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            try:
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                db.execute("ROLLBACK")
+                raise CoordinationError(f"coordination store {str(self.path)!r}: {exc}") from exc
+
+    def _run_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` in one write transaction that also purges expired claims."""
+        try:
+            with self._write() as db:
+                db.execute("DELETE FROM claims WHERE expires_at <= ?", (time.time(),))
+                return work(db)
+        except sqlite3.Error as exc:
+            raise CoordinationError(f"coordination store {str(self.path)!r}: {exc}") from exc
+
+    # -- writes -----------------------------------------------------------------------
+
+    def put(self, claim: Claim, *, ttl: float) -> None:
+        """Store ``claim`` (replacing a claim of the same id), live for ``ttl`` seconds.
+
+        Raises:
+            CoordinationError: a bad intent, mode, path or ttl, or the store failed.
+        """
+        check_claim_fields(claim.intent, claim.files, claim.mode)
+        check_ttl(ttl)
+        row = (
+            claim.claim_id, claim.agent_id, claim.agent_name, claim.pid, claim.intent,
+            claim.mode, json.dumps(claim.files), claim.created_at, claim.expires_at, ttl,
+        )  # fmt: skip
+        self._run_write(
+            lambda db: db.execute(
+                f"INSERT OR REPLACE INTO claims ({_COLUMNS}, ttl) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                row,
+            )
+        )
+
+    def release(self, claim_id: str) -> bool:
+        """Delete a claim; return whether it was there (live or expired but not purged)."""
+        deleted = self._run_write(
+            lambda db: db.execute("DELETE FROM claims WHERE claim_id = ?", (claim_id,)).rowcount
+        )
+        return deleted > 0
+
+    def release_agent(self, agent_id: str) -> int:
+        """Delete every claim of an agent; return how many there were."""
+        return self._run_write(
+            lambda db: db.execute("DELETE FROM claims WHERE agent_id = ?", (agent_id,)).rowcount
+        )
+
+    def heartbeat(self, agent_id: str) -> frozenset[str]:
+        """Renew every live claim of an agent for its ttl; return their ids.
+
+        Expired claims are not renewed (they are gone once any agent writes).
+        """
+        now = time.time()
+
+        def renew(db: sqlite3.Connection) -> frozenset[str]:
+            db.execute(
+                "UPDATE claims SET expires_at = ? + ttl WHERE agent_id = ? AND expires_at > ?",
+                (now, agent_id, now),
+            )
+            rows = db.execute(
+                "SELECT claim_id FROM claims WHERE agent_id = ? AND expires_at > ?",
+                (agent_id, now),
+            )
+            return frozenset(row[0] for row in rows)
+
+        return self._run_write(renew)
+
+    # -- reads ------------------------------------------------------------------------
+
+    def active(self) -> list[Claim]:
+        """Every live claim of every agent, oldest first.
+
+        Raises:
+            CoordinationError: the store failed.
+        """
+        with self._lock:
+            try:
+                rows = (
+                    self._connection()
+                    .execute(
+                        f"SELECT {_COLUMNS} FROM claims WHERE expires_at > ?"
+                        " ORDER BY created_at, claim_id",
+                        (time.time(),),
+                    )
+                    .fetchall()
+                )
+            except sqlite3.Error as exc:
+                raise CoordinationError(f"coordination store {str(self.path)!r}: {exc}") from exc
+        return [
+            Claim(cid, aid, name, pid, intent, mode, tuple(json.loads(files)), created, expires)
+            for cid, aid, name, pid, intent, mode, files, created, expires in rows
+        ]
+
+    def close(self) -> None:
+        """Close the connection (idempotent); later calls raise CoordinationError."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+
+class WorkBoard:
+    """One session's side of the store: its agent, its ttl, and a per-tick snapshot.
+
+    ``tick_of`` returns a value that differs from one tick to the next (the session's
+    turn): the first :meth:`snapshot` of a tick heartbeats the agent's claims and lists
+    every live claim; later calls in the same tick reuse that list. Our own writes drop
+    it, and explicit verbs between ticks read with :meth:`live_claims`, which is never
+    cached (between ticks the turn already has the value the next tick will see).
+    """
+
+    def __init__(
+        self,
+        store: CoordinationStore,
+        agent: Agent,
+        *,
+        stale_after: float = DEFAULT_STALE_AFTER,
+        tick_of: Callable[[], int] = lambda: 0,
+    ) -> None:
+        self.store = store
+        self.agent = agent
+        self.stale_after = check_ttl(stale_after)
+        self._tick_of = tick_of
+        self._cached: tuple[int, tuple[Claim, ...]] | None = None
+
+    def snapshot(self) -> tuple[Claim, ...]:
+        """This tick's live claims; the first call of a tick heartbeats ours first.
+
+        Raises:
+            CoordinationError: the store failed.
+        """
+        key = self._tick_of()
+        if self._cached is not None and self._cached[0] == key:
+            return self._cached[1]
+        self.store.heartbeat(self.agent.id)
+        claims = tuple(self.store.active())
+        self._cached = (key, claims)
+        return claims
+
+    def live_claims(self) -> tuple[Claim, ...]:
+        """Every live claim now (read afresh, not cached). Raises CoordinationError."""
+        return tuple(self.store.active())
+
+    def new_claim(
+        self, intent: str, files: Sequence[str], mode: str, claim_id: str | None = None
+    ) -> Claim:
+        """A claim of this board's agent (not stored yet; see :meth:`put`).
+
+        Raises:
+            CoordinationError: an empty intent, a bad mode or a relative path.
+        """
+        check_claim_fields(intent, files, mode)
+        now = time.time()
+        return Claim(
+            claim_id or uuid.uuid4().hex, self.agent.id, self.agent.name, self.agent.pid,
+            intent, mode, tuple(dict.fromkeys(files)), now, now + self.stale_after,
+        )  # fmt: skip
+
+    def put(self, claim: Claim) -> None:
+        """Store (or renew) one of our claims. Raises CoordinationError."""
+        self.store.put(claim, ttl=self.stale_after)
+        self._cached = None
+
+    def release(self, claim_id: str) -> None:
+        """Delete one of our claims. Raises CoordinationError."""
+        self.store.release(claim_id)
+        self._cached = None
+
+    def close(self) -> None:
+        """Release every claim of the agent and close the store."""
+        try:
+            self.store.release_agent(self.agent.id)
+        finally:
+            self.store.close()

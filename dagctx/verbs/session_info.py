@@ -1,0 +1,34 @@
+"""The session-metadata verb: ``session_node()`` adds the session's own SessionNode.
+
+The node (:class:`~dagctx.nodes.session_node.SessionNode`) is recomputed every tick and
+rendered in the projection's volatile tail; a session has at most one attached to it.
+"""
+
+from __future__ import annotations
+
+from dagctx.nodes.base import NodeState
+from dagctx.nodes.session_node import SessionNode
+from dagctx.verbs.host import SessionParts
+
+
+class SessionInfoVerbs(SessionParts):
+    """``session_node`` of a :class:`~dagctx.session.Session`."""
+
+    def session_node(self, *, state: NodeState | str | None = None) -> SessionNode:
+        """Return the session's SessionNode, adding it (as a root) on the first call.
+
+        A detached SessionNode already in the graph (from a loaded session) is attached
+        to this session and returned. ``state`` applies only when the node is created.
+
+        Raises:
+            GraphError: a bad state.
+        """
+        self._check_open()
+        for node in self.graph:
+            if isinstance(node, SessionNode):
+                if node.session is not self:
+                    node.attach(self)
+                return node
+        created = SessionNode(self, state=state)
+        self.add(created)
+        return created

@@ -1,0 +1,230 @@
+"""Work-coordination verbs: claim files for a piece of work and see other agents' claims.
+
+Each session is one agent (id ``pid-random``, optional name) on a coordination store
+(:mod:`dagctx.coordination`), by default ``<root>/.dagctx/coordination.db``; configure it
+with ``use_coordination(path, stale_after=..., agent_name=...)`` before the first claim.
+``work_on(intent, *files, mode=...)`` stores a claim and adds a
+:class:`~dagctx.nodes.work.WorkNode` that every tick heartbeats the claim and shows the
+conflicts with other agents' claims; ``work_update`` changes the claim, ``work_done``
+releases it, ``work_list`` lists every live claim. Closing the session releases all of its
+agent's claims. A refused call changes neither the graph nor the store.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Callable, Iterable
+
+from dagctx.coordination import (
+    DEFAULT_STALE_AFTER,
+    Agent,
+    Claim,
+    CoordinationError,
+    CoordinationStore,
+    WorkBoard,
+)
+from dagctx.errors import DagctxError, PathError
+from dagctx.graph import NodeRef
+from dagctx.nodes.base import NodeState
+from dagctx.nodes.work import WorkNode
+from dagctx.verbs.host import SessionParts
+
+STORE_PATH = ".dagctx/coordination.db"  # under the session root
+
+
+class WorkVerbs(SessionParts):
+    """``work_on``, ``work_update``, ``work_done``, ``work_list`` and the store set-up."""
+
+    _dagctx_work: WorkBoard
+
+    def use_coordination(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        stale_after: float = DEFAULT_STALE_AFTER,
+        agent_name: str | None = None,
+    ) -> WorkBoard:
+        """Choose this session's coordination store, claim lifetime and agent name.
+
+        ``path`` defaults to ``<root>/.dagctx/coordination.db``; a relative path is taken
+        from the session root (it may be outside it, to share a store across trees).
+        Claims expire ``stale_after`` seconds after their last heartbeat (one per tick).
+
+        Raises:
+            CoordinationError: the session holds active claims, a bad ``stale_after`` or
+                ``agent_name``, or the store cannot be opened.
+        """
+        self._check_open()
+        current: WorkBoard | None = getattr(self, "_dagctx_work", None)
+        if current is not None and self._active_work(current):
+            raise CoordinationError(
+                f"this session holds active claims in {str(current.store.path)!r};"
+                " finish them with work_done() before choosing another store"
+            )
+        agent = Agent.new(agent_name)
+        target = self.root / STORE_PATH if path is None else self.root / os.fspath(path)
+        store = CoordinationStore(target)
+        try:
+            board = WorkBoard(store, agent, stale_after=stale_after, tick_of=_turn_of(self))
+        except CoordinationError:
+            store.close()
+            raise
+        if current is not None:
+            current.close()
+        else:
+            self.on_close(lambda: self._dagctx_work.close())
+        self._dagctx_work = board
+        return board
+
+    def coordination(self) -> WorkBoard:
+        """This session's board (agent + store), opening the default store on first use.
+
+        Raises:
+            CoordinationError: the default store cannot be opened.
+        """
+        board: WorkBoard | None = getattr(self, "_dagctx_work", None)
+        return board if board is not None else self.use_coordination()
+
+    def work_on(
+        self,
+        intent: str,
+        *files: str | os.PathLike[str],
+        mode: str = "write",
+        parent: NodeRef | None = None,
+        state: NodeState | str | None = None,
+        priority: int | None = None,
+    ) -> WorkNode:
+        """Claim ``files`` (under the root; a directory covers what is below it) for
+        ``intent`` and add a WorkNode showing the claim and its conflicts; return it.
+
+        Raises:
+            PathError: a file outside the session root.
+            CoordinationError: an empty intent, a mode other than read/write, or a store
+                failure. NodeNotFoundError: unknown parent; GraphError: bad state/priority.
+        """
+        self._check_open()
+        paths = self._claim_paths(files)
+        if parent is not None:
+            self.get(parent)
+        board = self.coordination()
+        claim = board.new_claim(intent, paths, mode)
+        node = WorkNode(
+            claim, root=self.root.as_posix(), board=board, state=state, priority=priority
+        )
+        board.put(claim)
+        node.observe(board.live_claims())
+        self.add(node, parent=parent)
+        return node
+
+    def work_update(
+        self,
+        node: NodeRef,
+        intent: str | None = None,
+        files: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | None = None,
+        mode: str | None = None,
+    ) -> WorkNode:
+        """Change a claim's intent, files (replaced as a whole) or mode, and renew it (an
+        expired claim is taken again); return the node.
+
+        Raises:
+            NodeNotFoundError: unknown id. DagctxError: not a WorkNode of this session, or
+            the work is done. PathError / CoordinationError: as for :meth:`work_on`.
+        """
+        self._check_open()
+        work = self._own_work(node)
+        if work.status == "done":
+            raise DagctxError(f"work #{work.id} ({work.intent!r}) is done; start a new one")
+        if isinstance(files, str | os.PathLike):
+            files = [files]
+        paths = work.paths if files is None else self._claim_paths(files)
+        board = self.coordination()
+        claim = board.new_claim(
+            work.intent if intent is None else intent,
+            paths,
+            work.access if mode is None else mode,
+            claim_id=work.claim_id,
+        )
+        board.put(claim)
+        before = (work.intent, work.access, work.paths, work.status)
+        work.adopt_claim(claim)
+        changed = before != (work.intent, work.access, work.paths, work.status)
+        work.refresh(board.live_claims(), _update_description(before, work) if changed else None)
+        return work
+
+    def work_done(self, node: NodeRef) -> bool:
+        """Release a claim and mark its WorkNode done; False if it was done already.
+
+        Raises:
+            NodeNotFoundError: unknown id. DagctxError: not a WorkNode of this session.
+            CoordinationError: the store failed (the node stays as it was).
+        """
+        self._check_open()
+        work = self._own_work(node)
+        if work.status == "done":
+            return False
+        self.coordination().release(work.claim_id)
+        return work.finish()
+
+    def work_list(self) -> list[Claim]:
+        """Every live claim in the store (all agents, this one included), oldest first.
+
+        Raises:
+            CoordinationError: the store failed.
+        """
+        self._check_open()
+        return list(self.coordination().live_claims())
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _claim_paths(self, files: Iterable[object]) -> list[str]:
+        paths = []
+        for path in files:
+            if not isinstance(path, str | os.PathLike):
+                raise PathError(f"a claimed file must be a path, got {path!r}")
+            absolute, _ = self.resolve_path(path)
+            paths.append(absolute.as_posix())
+        return paths
+
+    def _own_work(self, ref: NodeRef) -> WorkNode:
+        node = self.get(ref)
+        if not isinstance(node, WorkNode):
+            raise DagctxError(f"#{node.id} is a {node.type_name} node, not a work node")
+        board = getattr(self, "_dagctx_work", None)
+        if node.board is None or node.board is not board:
+            raise DagctxError(
+                f"work #{node.id} is not a claim of this session's agent (a loaded or"
+                " foreign node); start a new one with work_on()"
+            )
+        return node
+
+    def _active_work(self, board: WorkBoard) -> bool:
+        return any(
+            isinstance(n, WorkNode) and n.board is board and n.status == "active"
+            for n in self.graph
+        )
+
+
+def _turn_of(session: SessionParts) -> Callable[[], int]:
+    """A callable returning the session's turn without keeping the session alive."""
+    ref = weakref.ref(session)
+
+    def turn() -> int:
+        alive = ref()
+        return alive.turn if alive is not None else -1
+
+    return turn
+
+
+def _update_description(before: tuple[str, str, tuple[str, ...], str], work: WorkNode) -> str:
+    intent, mode, paths, status = before
+    parts = []
+    if status != work.status:
+        parts.append("claimed again")
+    if intent != work.intent:
+        parts.append(f"intent {work.intent!r}")
+    if mode != work.access:
+        parts.append(f"mode {work.access}")
+    if paths != work.paths:
+        parts.append(f"{len(work.paths)} files")
+    return "work updated: " + ", ".join(parts)
