@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
 from dagctx.capability.summary import access_path, summarize
 from dagctx.errors import ContextError
@@ -253,3 +255,28 @@ def check_name(what: str, value: object) -> None:
 def without_meta(data: Mapping[str, Any]) -> dict[str, Any]:
     """Return the fields of a stored entry without the reserved :data:`META_KEY`."""
     return {name: value for name, value in data.items() if name != META_KEY}
+
+
+def dump_context(value: StoredContext, where: str) -> dict[str, Any]:
+    """Return the fields of ``value`` as plain JSON data (what a manager stores and what
+    :meth:`ContextManager.get_context` rebuilds the object from).
+
+    Raises :class:`CapabilityTypeError` naming ``where`` when the fields cannot be dumped
+    to JSON.
+    """
+    if isinstance(value, RawContext):
+        data = value.to_dict()
+        try:
+            json.dumps(data)
+        except (TypeError, ValueError) as error:
+            raise CapabilityTypeError(
+                f"untyped {value.context_type} context stored as {where} is not "
+                f"JSON-serialisable: {error}"
+            ) from error
+        return data
+    try:
+        return value.model_dump(mode="json", by_alias=True, round_trip=True)
+    except PydanticSerializationError as error:
+        raise CapabilityTypeError(
+            f"{type(value).__name__} stored as {where} cannot be dumped to JSON: {error}"
+        ) from error

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
 
 from dagctx.capability.context import (
     META_KEY,
@@ -40,6 +39,7 @@ from dagctx.capability.context import (
     StoredContext,
     check_name,
     context_registry,
+    dump_context,
     qualified_name,
 )
 from dagctx.capability.steps import (
@@ -173,7 +173,7 @@ class ContextManager:
             raise CapabilityTypeError(
                 f"task_objective must be a string, got {type(task_objective).__name__}"
             )
-        raw = _dump(value, f"{context_type}.{key}")
+        raw = dump_context(value, f"{context_type}.{key}")
         if task_objective is not None:
             raw[META_KEY] = {"task_objective": task_objective}
         self._data.setdefault(context_type, {})[key] = raw
@@ -418,15 +418,6 @@ def load_context(
 
 
 # --- helpers --------------------------------------------------------------------------
-
-
-def _dump(value: CapabilityContext, where: str) -> dict[str, Any]:
-    try:
-        return value.model_dump(mode="json", by_alias=True, round_trip=True)
-    except PydanticSerializationError as error:
-        raise CapabilityTypeError(
-            f"{type(value).__name__} stored as {where} cannot be dumped to JSON: {error}"
-        ) from error
 
 
 def _validated_copy(raw: object) -> ContextData:
