@@ -34,6 +34,7 @@ from dagctx.nodes.text import TextNode
 from dagctx.projection import Projection, SectionCache, build_projection
 from dagctx.tokens import DEFAULT_ENCODING, TokenCounter
 from dagctx.verbs.artifacts import ArtifactVerbs
+from dagctx.verbs.capability import CapabilityVerbs
 from dagctx.verbs.conversation import ConversationVerbs
 from dagctx.verbs.session_info import SessionInfoVerbs
 from dagctx.verbs.work import WorkVerbs
@@ -75,7 +76,15 @@ class TickResult:
     duration: float = 0.0
 
 
-class Session(JobVerbs, WatchVerbs, ConversationVerbs, ArtifactVerbs, WorkVerbs, SessionInfoVerbs):
+class Session(
+    JobVerbs,
+    WatchVerbs,
+    ConversationVerbs,
+    ArtifactVerbs,
+    WorkVerbs,
+    SessionInfoVerbs,
+    CapabilityVerbs,
+):
     """A context graph over the files under ``root``, with a token budget.
 
     Args:

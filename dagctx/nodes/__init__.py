@@ -2,6 +2,7 @@
 
 from dagctx.nodes.artifact import ArtifactNode
 from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
+from dagctx.nodes.capability import CapabilityNode
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.lock import LockNode
 from dagctx.nodes.message import MessageNode
@@ -14,6 +15,7 @@ from dagctx.nodes.work import WorkNode
 
 __all__ = [
     "ArtifactNode",
+    "CapabilityNode",
     "GroupNode",
     "LockNode",
     "MessageNode",
