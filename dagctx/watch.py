@@ -97,6 +97,12 @@ class _ChangeSet:
     dropped_dirs: set[str] = field(default_factory=set)  # tracked directories now ignored
     moves: list[tuple[str, str]] = field(default_factory=list)  # (old, new) renames
 
+    def __bool__(self) -> bool:
+        """Whether applying it could change anything (else no tick is needed)."""
+        parts = (self.touched, self.created, self.deleted, self.dropped, self.new_dirs,
+                 self.gone_dirs, self.dropped_dirs, self.moves)  # fmt: skip
+        return any(parts)
+
 
 class TreeTracker:
     """The directory groups and file nodes of one tree in a session, kept in step with
@@ -237,7 +243,8 @@ class TreeTracker:
     # -- turning events into a change set ---------------------------------------------
 
     def plan(self, changes: Iterable[_FileChange]) -> _ChangeSet:
-        """Decide, from the disk as it is now, what a batch of events changes."""
+        """Decide, from the disk as it is now, what a batch of events changes (reads
+        files, changes no node: :meth:`apply` does that, inside the next tick)."""
         rels = {r for _, p in changes if (r := self._relative(p)) is not None}
         plan = _ChangeSet()
         surveys: set[str] = set()
@@ -327,10 +334,6 @@ class TreeTracker:
                 plan.moves.append((old, new))
 
     # -- applying a change set (inside a tick) ----------------------------------------
-
-    def apply_changes(self, changes: Iterable[_FileChange]) -> None:
-        """Plan and apply a batch of events. Call it inside a tick (queue it)."""
-        self.apply(self.plan(changes))
 
     def apply_survey(self, rel_dir: str) -> None:
         """Re-survey a directory against the disk. Call it inside a tick (queue it)."""
@@ -530,15 +533,18 @@ class WatchVerbs:
         try:
             await asyncio.sleep(0)  # the watcher starts before the scan: no event is lost
             tracker.load(progress)
-            changes: set[_FileChange] | None = set()
-            while changes is not None:
-                if changes:
-                    session.queue_result(partial(tracker.apply_changes, changes))
+            while True:
                 result = await session.atick()
                 if tracker.pending_removals():
                     session.queue_result(tracker.reap)
                 yield result
-                changes = await _next_batch(batches)
+                plan = None
+                while not plan:  # a batch that changes nothing makes no tick
+                    changes = await _next_batch(batches)
+                    if changes is None:
+                        return
+                    plan = tracker.plan(changes)
+                session.queue_result(partial(tracker.apply, plan))
         finally:
             stop.set()
             pump.cancel()
