@@ -206,13 +206,14 @@ async def _supervise(
     proc: asyncio.subprocess.Process, spec: CommandSpec, cancel: asyncio.Event
 ) -> Literal["exited", "timeout", "cancelled"]:
     """Wait for the exit, the timeout or the cancel request; stop the group if not exited."""
-    exited = asyncio.ensure_future(proc.wait())
+    exited = asyncio.ensure_future(_exit(proc))
     cancelled = asyncio.ensure_future(cancel.wait())
     try:
         done, _ = await asyncio.wait(
             {exited, cancelled}, timeout=spec.timeout, return_when=asyncio.FIRST_COMPLETED
         )
     finally:
+        exited.cancel()
         cancelled.cancel()
     if exited in done:
         return "exited"
@@ -230,7 +231,20 @@ async def _kill_group(proc: asyncio.subprocess.Process, grace: float) -> None:
             return
         await asyncio.sleep(_POLL)
     _signal_group(group, signal.SIGKILL)
-    await proc.wait()
+    await _exit(proc)
+
+
+async def _exit(proc: asyncio.subprocess.Process) -> int:
+    """Wait for the process itself to end.
+
+    ``Process.wait()`` is not used: before Python 3.12 it also waits for the pipes to
+    close, which a leftover background process of the command can keep open forever.
+    """
+    delay = 0.002
+    while proc.returncode is None:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return proc.returncode
 
 
 async def _drain(
@@ -252,10 +266,26 @@ def _signal_group(group: int, sig: signal.Signals) -> None:
 
 
 def _group_alive(group: int) -> bool:
+    """Whether a process of the group still runs (zombies do not count where ``/proc``
+    tells them apart: an init that never reaps orphans must not stall every kill)."""
     try:
         os.killpg(group, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return _live_member(group) if os.path.isdir("/proc/self") else True
+
+
+def _live_member(group: int) -> bool:
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # the process ended while we looked
+        if len(fields) > 2 and int(fields[2]) == group and fields[0] not in (b"Z", b"X"):
+            return True
+    return False

@@ -200,7 +200,8 @@ class ShellNode(Node):
         ):
             tail = text.splitlines()[-keep:]
             if tail:
-                lines.append(f"{name} (last {len(tail)} lines):")
+                last = "last line" if len(tail) == 1 else f"last {len(tail)} lines"
+                lines.append(f"{name} ({last}):")
                 lines.extend(f"  {line}" for line in tail)
         return lines or ["(no output)"]
 
