@@ -9,6 +9,10 @@ task `Context` through ``ctx.state``:
   ``search_knowledge``
 - files (`get_file_tools`): ``read_file``
 
+The graph tools (`get_graph_tools`) act on a `Session` instead (``tool.bind(session)``):
+``list_nodes``, ``open_file``, ``set_node_state``, ``hide_node``, ``run_shell``,
+``checkpoint``, ``restore``, ``set_budget``, ``show_projection_stats``.
+
 Every factory returns fresh, unbound instances; ``tool.bind(ctx)`` returns the tool.
 """
 
@@ -17,15 +21,18 @@ from __future__ import annotations
 from dagctx.errors import ToolError
 from dagctx.tools.base import ContextTool, Tool
 from dagctx.tools.files import get_file_tools
+from dagctx.tools.graph import SessionTool, get_graph_tools
 from dagctx.tools.knowledge import get_knowledge_tools
 from dagctx.tools.planning import get_planning_tools
 
 __all__ = [
     "ContextTool",
+    "SessionTool",
     "Tool",
     "ToolError",
     "get_context_tools",
     "get_file_tools",
+    "get_graph_tools",
     "get_knowledge_tools",
     "get_planning_tools",
 ]
