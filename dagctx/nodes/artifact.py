@@ -77,7 +77,8 @@ class ArtifactNode(Node):
         if content == self.content:
             return False
         self.content, self._lines = content, content.splitlines()
-        self.mark_changed(f"content updated ({len(self._lines)} lines)")
+        n = len(self._lines)
+        self.mark_changed(f"content updated ({n} line{'s' * (n != 1)})")
         return True
 
     # -- rendering --------------------------------------------------------------------

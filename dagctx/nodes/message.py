@@ -21,7 +21,7 @@ from dagctx.nodes.base import Node, NodeState
 
 ROLES = ("user", "assistant", "tool_call", "tool_result")
 TOOL_ROLES = ("tool_call", "tool_result")
-PREVIEW_CHARS = 100  # a COLLAPSED message shows its first line up to this many characters
+PREVIEW_CHARS = 80  # a COLLAPSED message shows its first line up to this many characters
 SUMMARY_LINES = 3  # a SUMMARY message shows this many lines
 SUMMARY_LINE_CHARS = 200
 

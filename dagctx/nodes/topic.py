@@ -5,6 +5,10 @@ SUMMARY the topic shows one line per recent message instead, and at COLLAPSED on
 header. Both depend on the children, so a change below bumps the topic's version (a
 derived change, as for groups). A topic is ``active`` until it is closed; a closed topic
 takes no new messages.
+
+Under budget pressure an active topic stays expanded (:meth:`TopicNode.min_state`): its
+oldest messages collapse and are left out first. A closed topic is history: its default
+priority drops below the messages' and it may fold into its summary like any container.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dagctx.nodes.message import ROLES, MessageNode
 
 STATUSES = ("active", "closed")
 SUMMARY_MESSAGES = 20  # a SUMMARY topic lists this many of its latest messages
+CLOSED_PRIORITY = 65  # a closed topic's default priority: below messages (70)
 
 
 class TopicNode(Node):
@@ -44,16 +49,28 @@ class TopicNode(Node):
         return self.status == "active"
 
     def close(self) -> bool:
-        """Close the topic; return False (and change nothing) if it was closed already."""
+        """Close the topic; return False (and change nothing) if it was closed already.
+
+        A closed topic without a priority of its own drops to :data:`CLOSED_PRIORITY`
+        (below messages), so under budget pressure finished conversation folds first.
+        """
         if self.status == "closed":
             return False
         self.status = "closed"
+        if self._priority is None:
+            self._priority = CLOSED_PRIORITY  # part of this change, not one of its own
         self.mark_changed("topic closed")
         return True
 
     def messages(self) -> list[MessageNode]:
         """The topic's message children, in order."""
         return [c for c in self.children if isinstance(c, MessageNode)]
+
+    def min_state(self) -> NodeState:
+        """An active topic stays expanded while the projection degrades: its old messages
+        collapse and are left out before the topic folds into one summary. A closed topic
+        is history and may fold like any container."""
+        return NodeState.DETAILS if self.active else NodeState.COLLAPSED
 
     def on_child_changed(self, child: Node, description: str) -> None:
         """SUMMARY and COLLAPSED show the children, so a change below is a (derived)
