@@ -1,0 +1,290 @@
+"""SQLiteCheckpointStore: the checkpoints of a task in a SQLite file.
+
+A sibling of the in-memory :class:`~dagctx.checkpoint.CheckpointStore` behind the same
+:class:`~dagctx.checkpoint.BaseCheckpointStore` interface (import it from
+:mod:`dagctx.checkpoint`, which re-exports it). For any number of processes using one file
+(WAL journal, busy timeout): each ``save`` is one ``BEGIN IMMEDIATE`` transaction, so two
+writers never receive the same version; versions continue across process restarts; and
+once ``save`` has returned, the checkpoint survives a kill of the process at any later
+instant (``synchronous=FULL``). The store guards its connection with a lock, so threads
+may share one.
+
+:func:`encode_json` is the strict JSON encoding of stored values (a value must come back
+from JSON unchanged); the session file (:mod:`dagctx.persistence`) uses it too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from dagctx.checkpoint import BaseCheckpointStore, Checkpoint
+from dagctx.errors import CheckpointError
+
+CHECKPOINT_SCHEMA = 1
+"""Version of the SQLite layout written by :class:`SQLiteCheckpointStore`."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS dagctx_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS context_checkpoints (
+    task_id TEXT NOT NULL,
+    version INTEGER NOT NULL CHECK (version >= 1),
+    created_at TEXT NOT NULL,
+    state_values TEXT NOT NULL,
+    token_usage TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    PRIMARY KEY (task_id, version)
+);
+"""
+
+_COLUMNS = "task_id, version, created_at, state_values, token_usage, metadata"
+
+
+def _check_json(value: object, where: str, open_containers: set[int]) -> None:
+    """Raise unless ``value`` survives a JSON round trip unchanged (types included)."""
+    if value is None or isinstance(value, bool | int | str):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CheckpointError(f"{where} is {value!r}, which JSON cannot hold")
+        return
+    if not isinstance(value, list | dict):
+        hint = "; store it as a list" if isinstance(value, tuple) else ""
+        raise CheckpointError(f"{where} is a {type(value).__name__}, which JSON cannot hold{hint}")
+    if id(value) in open_containers:
+        raise CheckpointError(f"{where} contains itself, which JSON cannot hold")
+    open_containers.add(id(value))
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_json(item, f"{where}[{index}]", open_containers)
+    else:
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CheckpointError(f"{where} has key {key!r}; JSON keys must be strings")
+            _check_json(item, f"{where}[{key!r}]", open_containers)
+    open_containers.discard(id(value))
+
+
+def encode_json(value: dict[str, Any], name: str) -> str:
+    """Return ``value`` as JSON text.
+
+    Raises:
+        CheckpointError: a value would not come back unchanged from JSON (a tuple, a set,
+            NaN, an object, a non-string key, a cycle), naming where it sits.
+    """
+    try:
+        _check_json(value, name, set())
+    except RecursionError as exc:
+        raise CheckpointError(f"{name} is nested too deeply to store as JSON") from exc
+    # ASCII escapes keep lone surrogates, which UTF-8 text columns could not hold.
+    return json.dumps(value, allow_nan=False, separators=(",", ":"))
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Run the block as one write transaction: committed on success, rolled back otherwise."""
+    conn.execute("BEGIN IMMEDIATE")  # takes the write lock now, waiting up to the timeout
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+class SQLiteCheckpointStore(BaseCheckpointStore):
+    """Checkpoints of one task in a SQLite file, durable across processes and crashes.
+
+    One row per checkpoint in table ``context_checkpoints`` (key ``task_id, version``),
+    values, token usage and metadata as JSON. Values must survive a JSON round trip
+    unchanged: ``None``, bools, ints, finite floats, strings, lists and dicts with string
+    keys; anything else (tuples, sets, NaN, objects) raises :class:`CheckpointError`
+    naming where it sits, and nothing is stored. Several stores (of one or more tasks, in
+    one or more processes) may share a file; ``timeout`` is how long a writer waits for
+    another one's lock. The parent directory is created if needed. Call :meth:`close` (or
+    use ``with``) when done.
+
+    Raises (constructor):
+        CheckpointError: ``task_id`` is empty, the file cannot be opened, is not a SQLite
+            database, or was written by another checkpoint schema version.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], task_id: str, *, timeout: float = 30.0
+    ) -> None:
+        super().__init__(task_id)
+        try:
+            task_id.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise CheckpointError(f"task_id {task_id!r} cannot be stored as UTF-8 text") from exc
+        self._path = Path(path)
+        self._where = repr(str(self._path))
+        self._lock = threading.Lock()
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self._path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise CheckpointError(f"cannot open checkpoint file {self._where}: {exc}") from exc
+        try:
+            found = self._prepare(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise CheckpointError(f"{self._where} is not a usable checkpoint file: {exc}") from exc
+        if found != str(CHECKPOINT_SCHEMA):
+            conn.close()
+            raise CheckpointError(
+                f"{self._where} holds checkpoint schema {found}; this dagctx reads schema"
+                f" {CHECKPOINT_SCHEMA}"
+            )
+        self._conn: sqlite3.Connection | None = conn
+
+    @staticmethod
+    def _prepare(conn: sqlite3.Connection) -> str:
+        """Set the journal up, create the tables if needed, return the file's schema version."""
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")  # a returned save survives any later crash
+        with _transaction(conn):
+            for statement in _SCHEMA.split(";")[:-1]:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT OR IGNORE INTO dagctx_meta (key, value) VALUES ('checkpoint_schema', ?)",
+                (str(CHECKPOINT_SCHEMA),),
+            )
+            row = conn.execute("SELECT value FROM dagctx_meta WHERE key = 'checkpoint_schema'")
+            return str(row.fetchone()[0])
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file."""
+        return self._path
+
+    @contextmanager
+    def _connection(self, action: str) -> Iterator[sqlite3.Connection]:
+        """Hold the lock and the open connection; turn SQLite errors into CheckpointError."""
+        with self._lock:
+            if self._conn is None:
+                raise CheckpointError(f"checkpoint store on {self._where} is closed")
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise CheckpointError(
+                    f"cannot {action} task {self._task_id!r} in {self._where}: {exc}"
+                ) from exc
+
+    def _rows(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        with self._connection("read checkpoints of") as conn:
+            return conn.execute(sql, (self._task_id, *params)).fetchall()
+
+    @property
+    def version(self) -> int:
+        rows = self._rows(
+            "SELECT COALESCE(MAX(version), 0) FROM context_checkpoints WHERE task_id = ?"
+        )
+        return int(rows[0][0])
+
+    @property
+    def latest(self) -> Checkpoint | None:
+        rows = self._rows(
+            f"SELECT {_COLUMNS} FROM context_checkpoints WHERE task_id = ?"
+            " ORDER BY version DESC LIMIT 1"
+        )
+        return self._decode(rows[0]) if rows else None
+
+    def get(self, version: int) -> Checkpoint:
+        rows = (
+            self._rows(
+                f"SELECT {_COLUMNS} FROM context_checkpoints WHERE task_id = ? AND version = ?",
+                version,
+            )
+            if isinstance(version, int) and not isinstance(version, bool)
+            else []
+        )
+        if not rows:
+            raise self._missing(version)
+        return self._decode(rows[0])
+
+    def list_versions(self) -> list[int]:
+        rows = self._rows(
+            "SELECT version FROM context_checkpoints WHERE task_id = ? ORDER BY version"
+        )
+        return [int(row[0]) for row in rows]
+
+    def _append(
+        self,
+        values: dict[str, Any],
+        token_usage: dict[str, int],
+        metadata: dict[str, Any],
+        created_at: datetime,
+    ) -> Checkpoint:
+        encoded_values = encode_json(values, "values")
+        encoded_metadata = encode_json(metadata, "metadata")
+        with self._connection("save a checkpoint of") as conn, _transaction(conn):
+            (version,) = conn.execute(
+                "SELECT COALESCE(MAX(version), 0) + 1 FROM context_checkpoints WHERE task_id = ?",
+                (self._task_id,),
+            ).fetchone()
+            conn.execute(
+                f"INSERT INTO context_checkpoints ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    self._task_id,
+                    version,
+                    created_at.isoformat(),
+                    encoded_values,
+                    json.dumps(token_usage),
+                    encoded_metadata,
+                ),
+            )
+        return Checkpoint(
+            task_id=self._task_id,
+            version=int(version),
+            values=json.loads(encoded_values),
+            token_usage=dict(token_usage),
+            metadata=json.loads(encoded_metadata),
+            created_at=created_at,
+        )
+
+    def _decode(self, row: tuple[Any, ...]) -> Checkpoint:
+        task_id, version, created_at, values, token_usage, metadata = row
+        try:
+            data = {
+                "task_id": task_id,
+                "version": version,
+                "values": json.loads(values),
+                "token_usage": json.loads(token_usage),
+                "metadata": json.loads(metadata),
+                "created_at": created_at,
+            }
+            return Checkpoint.from_dict(data)
+        except (ValueError, TypeError, CheckpointError) as exc:
+            raise CheckpointError(
+                f"checkpoint version {version!r} of task {task_id!r} in {self._where} is"
+                f" corrupt: {exc}"
+            ) from exc
+
+    def close(self) -> None:
+        """Close the connection; later calls raise :class:`CheckpointError`. Idempotent."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __repr__(self) -> str:
+        count = "closed" if self._conn is None else f"checkpoints={len(self)}"
+        return f"SQLiteCheckpointStore(path={self._where}, task_id={self._task_id!r}, {count})"
+
+
+__all__ = ["CHECKPOINT_SCHEMA", "SQLiteCheckpointStore", "encode_json"]
