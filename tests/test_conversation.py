@@ -104,7 +104,7 @@ class TestTopic:
 
     def test_close_topic_refuses_other_nodes(self, s: Session) -> None:
         a = s.artifact("x")
-        with pytest.raises(DagctxError, match="artifact_1.*not a topic"):
+        with pytest.raises(DagctxError, match=r"artifact_1.*not a topic"):
             s.close_topic(a)
         with pytest.raises(NodeNotFoundError):
             s.close_topic("topic_9")
@@ -159,7 +159,7 @@ class TestMessage:
         t = s.topic("old")
         s.close_topic(t)
         before = snapshot(s)
-        with pytest.raises(DagctxError, match="'old'.*closed"):
+        with pytest.raises(DagctxError, match=r"'old'.*closed"):
             s.message("user", "late", topic=t)
         assert snapshot(s) == before
 
