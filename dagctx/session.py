@@ -25,12 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from dagctx.background import BackgroundLoop
+from dagctx.context import Context
 from dagctx.errors import BudgetError, DagctxError, PathError
 from dagctx.graph import ContextGraph, NodeRef
 from dagctx.jobs import JobVerbs
 from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.group import GroupNode, Summarizer
 from dagctx.nodes.text import TextNode
+from dagctx.persistence import ContextVerbs
 from dagctx.projection import Projection, SectionCache, build_projection
 from dagctx.tokens import DEFAULT_ENCODING, TokenCounter
 from dagctx.verbs.artifacts import ArtifactVerbs
@@ -84,6 +86,7 @@ class Session(
     WorkVerbs,
     SessionInfoVerbs,
     CapabilityVerbs,
+    ContextVerbs,
 ):
     """A context graph over the files under ``root``, with a token budget.
 
@@ -112,6 +115,7 @@ class Session(
         self.graph = ContextGraph()
         self.cache = SectionCache(self.counter)
         self.turn = 0
+        self.context = Context("session")  # the root task context; ticks add prompt_tokens
         self.background = BackgroundLoop()
         self._intake: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._pending_paths: set[str] = set()
@@ -342,6 +346,7 @@ class Session(
             self.graph, self.cache, self.budget, changes=changes, previous=self._last_projection
         )
         self._last_projection = projection
+        self.context.add_tokens({"prompt_tokens": projection.tokens})
         return TickResult(self.turn, changes, recomputed, projection, time.perf_counter() - started)
 
     def _recompute_due(self, now: float) -> list[str]:

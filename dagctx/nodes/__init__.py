@@ -5,6 +5,8 @@ from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.capability import CapabilityNode
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.lock import LockNode
+from dagctx.nodes.markdown import MarkdownNode, MarkdownSectionNode
+from dagctx.nodes.mcp import MCPServerNode, MCPToolNode
 from dagctx.nodes.message import MessageNode
 from dagctx.nodes.registry import node_types
 from dagctx.nodes.session_node import SessionNode
@@ -18,6 +20,10 @@ __all__ = [
     "CapabilityNode",
     "GroupNode",
     "LockNode",
+    "MCPServerNode",
+    "MCPToolNode",
+    "MarkdownNode",
+    "MarkdownSectionNode",
     "MessageNode",
     "Node",
     "NodeState",

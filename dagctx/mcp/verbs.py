@@ -1,0 +1,377 @@
+"""Session verbs for MCP servers: connect, call, refresh, disconnect.
+
+:class:`MCPVerbs` is mixed into :class:`~dagctx.session.Session`. Each server has a name
+in the session, an :class:`~dagctx.nodes.mcp.MCPServerNode` in the graph, and, while
+connected, an :class:`~dagctx.mcp.client.MCPConnection` on the session's background loop.
+The async verbs can be awaited from any event loop: the MCP work runs on the background
+loop and the node changes are made by the awaiting caller. What the server does on its
+own (a changed tool list, dying) is queued and applied at the next tick. Every async verb
+has a blocking twin with a ``_sync`` suffix for plain synchronous code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from dagctx.errors import DagctxError
+from dagctx.mcp import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, SHUTDOWN_TIMEOUT
+from dagctx.nodes.artifact import ArtifactNode
+from dagctx.nodes.base import NodeState
+from dagctx.nodes.mcp import MCPServerNode, ToolSpec
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from dagctx.background import BackgroundLoop
+    from dagctx.graph import ContextGraph, NodeRef
+    from dagctx.mcp.client import CallResult, MCPConnection
+    from dagctx.nodes.base import Node
+
+T = TypeVar("T")
+_TITLE_ARGS = 60
+
+
+@dataclass(slots=True)
+class _Server:
+    """A server known to the session: its node and, while connected, its connection."""
+
+    node: MCPServerNode
+    connection: MCPConnection | None = None
+    applied_seq: int = 0
+
+
+class MCPVerbs:
+    """MCP client verbs of :class:`~dagctx.session.Session`."""
+
+    if TYPE_CHECKING:  # provided by Session
+        root: Path
+        graph: ContextGraph
+        background: BackgroundLoop
+
+        def add(self, node: Node, *, parent: NodeRef | None = None) -> Node: ...
+        def queue_result(self, apply: Callable[[], None]) -> None: ...
+        def on_close(self, callback: Callable[[], None]) -> None: ...
+        def _check_open(self) -> None: ...
+
+    # -- registry ---------------------------------------------------------------------
+
+    def _mcp_registry(self) -> dict[str, _Server]:
+        servers: dict[str, _Server] | None = self.__dict__.get("_mcp_registry_by_name")
+        if servers is None:
+            servers = self.__dict__["_mcp_registry_by_name"] = {}
+            self.on_close(self._mcp_close_all)
+        return servers
+
+    def _mcp_entry(self, name: str) -> _Server:
+        entry = self._mcp_registry().get(name)
+        if entry is None:
+            known = ", ".join(sorted(self._mcp_registry())) or "none"
+            raise DagctxError(f"no MCP server named {name!r}; known servers: {known}")
+        return entry
+
+    def mcp_server(self, name: str) -> MCPServerNode:
+        """The node of the MCP server called ``name``. Raises DagctxError if unknown."""
+        return self._mcp_entry(name).node
+
+    def mcp_servers(self) -> list[MCPServerNode]:
+        """The nodes of every MCP server of the session, in connection order."""
+        return [entry.node for entry in self._mcp_registry().values()]
+
+    async def _mcp_on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the background loop and await it from the caller's loop."""
+        if self.background.in_loop_thread():
+            return await coro
+        return await asyncio.wrap_future(self.background.submit(coro))
+
+    # -- connect ----------------------------------------------------------------------
+
+    async def mcp_connect(
+        self,
+        name: str,
+        command: Sequence[str] | None = None,
+        *,
+        url: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        state: NodeState | str | None = None,
+        priority: int | None = None,
+        parent: NodeRef | None = None,
+    ) -> MCPServerNode:
+        """Connect to an MCP server and show it as an :class:`MCPServerNode` whose children
+        are its tools; return the node.
+
+        Give ``command`` (argv of a stdio server, started in ``cwd``, default the session
+        root, with ``env`` added to a minimal inherited environment) or ``url`` (a
+        streamable HTTP endpoint). A server that fails to start or to answer within
+        ``timeout`` seconds does not raise: the node shows status ``error``, the reason
+        and the server's stderr tail. Reconnecting a server in status ``error`` or
+        ``disconnected`` reuses its node.
+
+        Raises:
+            DagctxError: a bad name, target, environment or timeout, or a server of that
+                name is connected already (nothing changes).
+            NodeNotFoundError: ``parent`` is not in the graph.
+        """
+        from dagctx.mcp.client import MCPClientError, MCPConnection  # the SDK loads here
+
+        self._check_open()
+        argv, env_map, workdir = _check_connect(self.root, name, command, url, env, cwd, timeout)
+        entry = self._mcp_registry().get(name)
+        if entry is not None and entry.connection is not None:
+            raise DagctxError(
+                f"MCP server {name!r} is connected already; disconnect it first "
+                f"(`await session.mcp_disconnect({name!r})`)"
+            )
+        if parent is not None:
+            self.graph.get(parent)
+        env_keys = sorted(env_map)
+        if entry is not None and entry.node.graph is self.graph:
+            node = entry.node
+            node.retarget(command=argv, url=url, env_keys=env_keys, cwd=workdir)
+            node.set_status("connecting")
+        else:
+            node = MCPServerNode(
+                name, command=argv, url=url, env_keys=env_keys, cwd=workdir,
+                state=state, priority=priority,
+            )  # fmt: skip
+            self.add(node, parent=parent)
+            entry = _Server(node)
+            self._mcp_registry()[name] = entry
+        connection = MCPConnection(
+            name, command=argv, url=url, env=env_map, cwd=workdir, connect_timeout=timeout
+        )
+        connection.on_tools = partial(self._mcp_queue_tools, name, connection)
+        connection.on_lost = partial(self._mcp_queue_lost, name, connection)
+        entry.connection, entry.applied_seq = connection, 0
+        try:
+            tools = await self._mcp_on_loop(connection.start())
+        except MCPClientError as exc:
+            entry.connection = None
+            node.set_status("error", error=str(exc), stderr_tail=exc.stderr_tail)
+            node.sync_tools([])
+            return node
+        except BaseException:
+            entry.connection = None
+            node.set_status("disconnected", error="connecting was cancelled")
+            raise
+        node.set_status("connected", info=connection.info)
+        node.sync_tools(tools)
+        return node
+
+    def mcp_connect_sync(self, name: str, command: Sequence[str] | None = None,
+                         **options: Any) -> MCPServerNode:  # fmt: skip
+        """Blocking twin of :meth:`mcp_connect` (not from inside the session's loop)."""
+        return self.background.run(self.mcp_connect(name, command, **options))
+
+    # -- call -------------------------------------------------------------------------
+
+    async def mcp_call(
+        self,
+        server: str,
+        tool: str,
+        /,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float = DEFAULT_CALL_TIMEOUT,
+        **args: Any,
+    ) -> CallResult:
+        """Call ``tool`` of ``server`` with ``arguments`` and keyword ``args`` (merged; use
+        ``arguments`` for a parameter called ``arguments`` or ``timeout``). The result is
+        recorded as an :class:`ArtifactNode` (a new root; kind ``output``, or ``error``
+        when the tool reported an error) and returned with it as ``result.artifact``.
+
+        Raises:
+            DagctxError: unknown server, server not connected, unknown tool, bad
+                arguments (nothing changes).
+            MCPClientError: the call timed out or failed at the protocol level.
+        """
+        self._check_open()
+        entry = self._mcp_entry(server)
+        connection = entry.connection
+        if connection is None or entry.node.status != "connected":
+            raise DagctxError(
+                f"MCP server {server!r} is not connected (status: {entry.node.status})"
+            )
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise DagctxError(f"arguments must be a mapping, got {arguments!r}")
+        merged = {**(arguments or {}), **args}
+        names = [spec.name for spec in connection.tools]
+        if tool not in names:
+            raise DagctxError(
+                f"MCP server {server!r} has no tool {tool!r}; its tools: {', '.join(names)}"
+            )
+        _check_timeout(timeout)
+        result = await self._mcp_on_loop(connection.call(tool, merged, timeout))
+        artifact = ArtifactNode(
+            result.text,
+            kind="error" if result.is_error else "output",
+            language=_language(result),
+            title=_call_title(server, tool, merged),
+        )
+        self.add(artifact)
+        return replace(result, artifact=artifact)
+
+    def mcp_call_sync(
+        self, server: str, tool: str, /, arguments: Mapping[str, Any] | None = None, **args: Any
+    ) -> CallResult:
+        """Blocking twin of :meth:`mcp_call`."""
+        return self.background.run(self.mcp_call(server, tool, arguments, **args))
+
+    # -- tool list --------------------------------------------------------------------
+
+    async def mcp_refresh(self, name: str) -> list[str]:
+        """Fetch the server's tool list now and update the tool children; return one
+        description per added, updated or removed tool.
+
+        Raises:
+            DagctxError: unknown or unconnected server; MCPClientError: the listing failed.
+        """
+        self._check_open()
+        entry = self._mcp_entry(name)
+        connection = entry.connection
+        if connection is None:
+            raise DagctxError(f"MCP server {name!r} is not connected (status: {entry.node.status})")
+        seq, tools = await self._mcp_on_loop(connection.list_tools())
+        return self._mcp_apply_tools(name, connection, seq, tools)
+
+    def mcp_refresh_sync(self, name: str) -> list[str]:
+        """Blocking twin of :meth:`mcp_refresh`."""
+        return self.background.run(self.mcp_refresh(name))
+
+    def _mcp_apply_tools(
+        self, name: str, connection: MCPConnection, seq: int, tools: list[ToolSpec]
+    ) -> list[str]:
+        entry = self._mcp_registry().get(name)
+        if entry is None or entry.connection is not connection or seq <= entry.applied_seq:
+            return []  # a stale list: a newer one was applied, or the server was replaced
+        entry.applied_seq = seq
+        return entry.node.sync_tools(tools)
+
+    def _mcp_queue_tools(
+        self, name: str, connection: MCPConnection, seq: int, tools: list[ToolSpec]
+    ) -> None:
+        # Called on the background loop after a tools/list_changed notification.
+        def apply() -> None:
+            self._mcp_apply_tools(name, connection, seq, tools)
+
+        self.queue_result(apply)
+
+    def _mcp_queue_lost(self, name: str, connection: MCPConnection, message: str,
+                        stderr_tail: str) -> None:  # fmt: skip
+        # Called on the background loop when the server went away on its own.
+        def apply() -> None:
+            entry = self._mcp_registry().get(name)
+            if entry is None or entry.connection is not connection:
+                return
+            entry.connection = None
+            entry.node.set_status("error", error=message, stderr_tail=stderr_tail)
+            entry.node.sync_tools([])
+
+        self.queue_result(apply)
+
+    # -- disconnect -------------------------------------------------------------------
+
+    async def mcp_disconnect(self, name: str) -> MCPServerNode:
+        """Close the session with the server, stop it, and remove its tool children; the
+        node stays, in status ``disconnected``. Idempotent; return the node.
+
+        Raises:
+            DagctxError: no server of that name.
+        """
+        self._check_open()
+        entry = self._mcp_entry(name)
+        connection, entry.connection = entry.connection, None
+        if connection is not None:
+            await self._mcp_on_loop(connection.close())
+        entry.node.set_status("disconnected")
+        entry.node.sync_tools([])
+        return entry.node
+
+    def mcp_disconnect_sync(self, name: str) -> MCPServerNode:
+        """Blocking twin of :meth:`mcp_disconnect`."""
+        return self.background.run(self.mcp_disconnect(name))
+
+    def _mcp_close_all(self) -> None:
+        """Stop every server (run when the session closes; nodes are left as they are)."""
+        connections = []
+        for entry in self._mcp_registry().values():
+            if entry.connection is not None:
+                connections.append(entry.connection)
+                entry.connection = None
+        if not connections or not self.background.started or self.background.in_loop_thread():
+            return  # stopping the loop cancels the connection tasks
+
+        async def close_all() -> None:
+            await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+
+        # Closing goes on whatever happens here: stopping the loop cancels leftovers.
+        with contextlib.suppress(Exception):
+            self.background.run(close_all(), timeout=SHUTDOWN_TIMEOUT + 5)
+
+
+def _check_connect(
+    root: Path,
+    name: object,
+    command: object,
+    url: object,
+    env: object,
+    cwd: str | os.PathLike[str] | None,
+    timeout: object,
+) -> tuple[list[str] | None, dict[str, str], str | None]:
+    """Validate mcp_connect's arguments; return (argv, env, working directory)."""
+    if not isinstance(name, str) or not name.strip():
+        raise DagctxError(f"an MCP server needs a non-empty name, got {name!r}")
+    if (command is None) == (url is None):
+        raise DagctxError("give either command=[...] (stdio) or url=... (streamable HTTP)")
+    argv: list[str] | None = None
+    if command is not None:
+        if isinstance(command, str | bytes) or not isinstance(command, Sequence):
+            raise DagctxError(f"command must be a list of strings (argv), got {command!r}")
+        argv = list(command)
+        if not argv or not all(isinstance(part, str) and part for part in argv):
+            raise DagctxError(f"command must be a non-empty list of strings, got {command!r}")
+    if url is not None and (
+        not isinstance(url, str) or not url.startswith(("http://", "https://"))
+    ):
+        raise DagctxError(f"url must be an http:// or https:// URL, got {url!r}")
+    if env is None:
+        env = {}
+    if not isinstance(env, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise DagctxError(f"env must map strings to strings, got {env!r}")
+    _check_timeout(timeout)
+    workdir: str | None = None
+    if argv is not None:
+        workdir = str(root) if cwd is None else os.fspath(cwd)
+        if not os.path.isdir(workdir):
+            raise DagctxError(f"cwd {workdir!r} is not a directory")
+    elif cwd is not None:
+        raise DagctxError("cwd only applies to a stdio server (command=[...])")
+    return argv, dict(env), workdir
+
+
+def _check_timeout(timeout: object) -> None:
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise DagctxError(f"timeout must be a positive number of seconds, got {timeout!r}")
+
+
+def _call_title(server: str, tool: str, arguments: Mapping[str, Any]) -> str:
+    shown = json.dumps(arguments, sort_keys=True, default=str)
+    if len(shown) > _TITLE_ARGS:
+        shown = shown[: _TITLE_ARGS - 1] + "…"
+    return f"{server}.{tool} {shown}"
+
+
+def _language(result: CallResult) -> str | None:
+    """``json`` when the artifact text is the structured content rendered as JSON."""
+    return "json" if not result.raw.content and result.structured is not None else None
