@@ -29,8 +29,10 @@ from dagctx.context import Context
 from dagctx.errors import BudgetError, DagctxError, PathError
 from dagctx.graph import ContextGraph, NodeRef
 from dagctx.jobs import JobVerbs
+from dagctx.mcp.verbs import MCPVerbs
 from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.group import GroupNode, Summarizer
+from dagctx.nodes.markdown import MarkdownVerbs
 from dagctx.nodes.text import TextNode
 from dagctx.persistence import ContextVerbs
 from dagctx.projection import Projection, SectionCache, build_projection
@@ -85,6 +87,8 @@ class Session(
     ArtifactVerbs,
     WorkVerbs,
     SessionInfoVerbs,
+    MCPVerbs,
+    MarkdownVerbs,
     CapabilityVerbs,
     ContextVerbs,
 ):
