@@ -19,25 +19,17 @@ connections: their nodes come back as records), custom group summarizers (callab
 forked contexts not merged yet. A node whose data names the saved session root under
 ``"root"`` follows the session when it is loaded under another root.
 
-Invariants:
-
-- ``save`` serializes everything before touching the file, then writes it in one
-  ``BEGIN IMMEDIATE`` transaction (WAL journal, ``synchronous=FULL``): after a kill at any
-  instant the file holds the previous save or this one, whole; a save that raises leaves
-  the file as it was.
-- ``load`` reads in one transaction, checks the schema version and the data, and returns
-  a complete session or raises :class:`~dagctx.errors.CheckpointError` (closing whatever
-  it had built); it never writes to the file.
+The file layout and its atomicity (one transaction per save, safe against a kill at any
+instant; a save that raises leaves the file as it was) belong to :mod:`dagctx.session_file`.
+``load`` checks the data as it rebuilds the session and returns a complete session or
+raises :class:`~dagctx.errors.CheckpointError` (closing whatever it had built).
 """
 
 from __future__ import annotations
 
-import json
+import itertools
 import os
-import sqlite3
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping
 from graphlib import CycleError as GraphlibCycleError
 from graphlib import TopologicalSorter
 from pathlib import Path
@@ -49,50 +41,15 @@ from dagctx.checkpoint_sqlite import encode_json
 from dagctx.context import Context, ContextConfig, ContextState
 from dagctx.errors import CheckpointError, DagctxError
 from dagctx.graph import ContextGraph, StructureCheckpoint
-from dagctx.nodes.base import Node, NodeState, Trace
+from dagctx.nodes.base import Node, NodeState
+from dagctx.nodes.registry import node_types
+from dagctx.session_file import SessionData, read_session_file, write_session_file
 
 if TYPE_CHECKING:
     from dagctx.session import Session
 
-SESSION_SCHEMA = 1
-"""Version of the session file layout written by :meth:`Session.save`."""
-
 SESSION_FILE = Path(".dagctx") / "session.db"
 """Where a session is saved by default, relative to its root."""
-
-_TABLES = """
-CREATE TABLE IF NOT EXISTS dagctx_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS session_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS session_nodes (
-    ref INTEGER PRIMARY KEY, in_graph INTEGER NOT NULL, seq INTEGER NOT NULL,
-    last_run REAL, data TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS session_edges (
-    parent TEXT NOT NULL, position INTEGER NOT NULL, child TEXT NOT NULL,
-    PRIMARY KEY (parent, position)
-);
-CREATE TABLE IF NOT EXISTS session_roots (position INTEGER PRIMARY KEY, node_id TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS session_checkpoints (
-    position INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, data TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS session_traces (
-    position INTEGER PRIMARY KEY, node_id TEXT NOT NULL, old_version INTEGER NOT NULL,
-    new_version INTEGER NOT NULL, description TEXT NOT NULL, at REAL NOT NULL,
-    derived INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS session_context_checkpoints (
-    version INTEGER PRIMARY KEY, data TEXT NOT NULL
-);
-"""
-_SESSION_TABLES = (
-    "session_info",
-    "session_nodes",
-    "session_edges",
-    "session_roots",
-    "session_checkpoints",
-    "session_traces",
-    "session_context_checkpoints",
-)
 
 
 class ContextVerbs:
@@ -161,192 +118,6 @@ class ContextVerbs:
         return _build(factory, read_session_file(Path(path)), root, Path(path))
 
 
-# -- the file --------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class SessionData:
-    """The rows of a session file, decoded from (or ready to encode into) JSON."""
-
-    info: dict[str, Any]
-    nodes: list[tuple[int, bool, int, float | None, dict[str, Any]]]
-    edges: list[tuple[str, int, str]]
-    roots: list[str]
-    checkpoints: list[tuple[str, dict[str, Any]]]
-    traces: list[Trace]
-    context_checkpoints: list[dict[str, Any]]
-
-
-@contextmanager
-def _open(path: Path, action: str, *, create: bool) -> Iterator[sqlite3.Connection]:
-    where = repr(str(path))
-    if not create and not path.is_file():
-        raise CheckpointError(f"no saved session at {where}")
-    try:
-        if create:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        uri = f"{path.resolve().as_uri()}?mode={'rwc' if create else 'rw'}"
-        conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
-    except (OSError, sqlite3.Error) as exc:
-        raise CheckpointError(f"cannot {action} session file {where}: {exc}") from exc
-    try:
-        yield conn
-    except sqlite3.Error as exc:
-        raise CheckpointError(
-            f"cannot {action} session file {where}: {exc} (is it a dagctx session file?)"
-        ) from exc
-    finally:
-        conn.close()
-
-
-def _schema_of(conn: sqlite3.Connection) -> str | None:
-    tables = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'dagctx_meta'").fetchall()
-    if not tables:
-        return None
-    row = conn.execute("SELECT value FROM dagctx_meta WHERE key = 'session_schema'").fetchone()
-    return None if row is None else str(row[0])
-
-
-def _schema_mismatch(path: Path, found: str) -> CheckpointError:
-    return CheckpointError(
-        f"{str(path)!r} holds session schema {found}; this dagctx reads and writes session"
-        f" schema {SESSION_SCHEMA}"
-    )
-
-
-def write_session_file(path: Path, data: SessionData) -> None:
-    """Replace the session saved in ``path`` with ``data`` in one transaction.
-
-    Raises:
-        CheckpointError: the file cannot be written, is not SQLite, or holds another
-            session schema (nothing is written then).
-    """
-    rows = _encode(data)
-    with _open(path, "write", create=True) as conn:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")  # a returned save survives any later crash
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            found = _schema_of(conn)
-            if found is not None and found != str(SESSION_SCHEMA):
-                raise _schema_mismatch(path, found)
-            for statement in _TABLES.split(";")[:-1]:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT OR REPLACE INTO dagctx_meta (key, value) VALUES ('session_schema', ?)",
-                (str(SESSION_SCHEMA),),
-            )
-            for table in _SESSION_TABLES:
-                conn.execute(f"DELETE FROM {table}")
-            for table, table_rows in rows.items():
-                if table_rows:
-                    marks = ", ".join("?" * len(table_rows[0]))
-                    conn.executemany(f"INSERT INTO {table} VALUES ({marks})", table_rows)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
-
-def _encode(data: SessionData) -> dict[str, list[tuple[Any, ...]]]:
-    return {
-        "session_info": [(key, _json(value, key)) for key, value in data.info.items()],
-        "session_nodes": [
-            (ref, int(in_graph), seq, last_run, _json(node, f"node {node.get('id')!r}"))
-            for ref, in_graph, seq, last_run, node in data.nodes
-        ],
-        "session_edges": data.edges,
-        "session_roots": list(enumerate(data.roots)),
-        "session_checkpoints": [
-            (i, name, _json(cp, f"checkpoint {name!r}"))
-            for i, (name, cp) in enumerate(data.checkpoints)
-        ],
-        "session_traces": [
-            (i, t.node_id, t.old_version, t.new_version, t.description, t.at, int(t.derived))
-            for i, t in enumerate(data.traces)
-        ],
-        "session_context_checkpoints": [
-            (cp["version"], _json(cp, "context checkpoint")) for cp in data.context_checkpoints
-        ],
-    }
-
-
-def _json(value: Any, what: str) -> str:
-    try:
-        return json.dumps(value, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise CheckpointError(f"{what} cannot be saved as JSON: {exc}") from exc
-
-
-def read_session_file(path: Path) -> SessionData:
-    """Read every row of the session saved in ``path`` (one consistent snapshot).
-
-    Raises:
-        CheckpointError: no such file, not SQLite, truncated or corrupt, not a session
-            file, another session schema, or a row that is not valid JSON.
-    """
-    where = repr(str(path))
-    with _open(path, "read", create=False) as conn:
-        conn.execute("BEGIN")  # one snapshot, even while another process saves
-        try:
-            found = _schema_of(conn)
-            if found is None:
-                raise CheckpointError(f"{where} is not a dagctx session file (no session schema)")
-            if found != str(SESSION_SCHEMA):
-                raise _schema_mismatch(path, found)
-            check = conn.execute("PRAGMA quick_check").fetchall()
-            if check != [("ok",)]:
-                raise CheckpointError(f"{where} is corrupt: {check[0][0]}")
-            return _decode(conn, where)
-        finally:
-            conn.execute("ROLLBACK")
-
-
-def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
-    def load(text: Any, what: str) -> Any:
-        try:
-            return json.loads(text)
-        except (TypeError, ValueError) as exc:
-            raise CheckpointError(f"{what} in {where} is not valid JSON: {exc}") from exc
-
-    def rows(sql: str) -> list[tuple[Any, ...]]:
-        return conn.execute(sql).fetchall()
-
-    info = {key: load(value, f"session_info {key!r}") for key, value in rows(
-        "SELECT key, value FROM session_info")}  # fmt: skip
-    nodes = [
-        (ref, bool(in_graph), seq, last_run, load(data, f"node row {ref}"))
-        for ref, in_graph, seq, last_run, data in rows(
-            "SELECT ref, in_graph, seq, last_run, data FROM session_nodes ORDER BY ref"
-        )
-    ]
-    traces = [
-        Trace(node_id, old, new, description, at, bool(derived))
-        for node_id, old, new, description, at, derived in rows(
-            "SELECT node_id, old_version, new_version, description, at, derived"
-            " FROM session_traces ORDER BY position"
-        )
-    ]
-    return SessionData(
-        info=info,
-        nodes=nodes,
-        edges=rows("SELECT parent, position, child FROM session_edges ORDER BY parent, position"),
-        roots=[r[0] for r in rows("SELECT node_id FROM session_roots ORDER BY position")],
-        checkpoints=[
-            (name, load(data, f"checkpoint {name!r}"))
-            for name, data in rows("SELECT name, data FROM session_checkpoints ORDER BY position")
-        ],
-        traces=traces,
-        context_checkpoints=[
-            load(data, f"context checkpoint {version}")
-            for version, data in rows(
-                "SELECT version, data FROM session_context_checkpoints ORDER BY version"
-            )
-        ],
-    )
-
-
 # -- session → data --------------------------------------------------------------------------
 
 
@@ -364,9 +135,9 @@ def _dump(session: Session) -> SessionData:
     for node in graph:
         ref_of(node, True)
     edges = [
-        (node.id, position, child)
+        (node.id, position, child.id, graph.parents(child).index(node))
         for node in graph
-        for position, child in enumerate(graph.child_ids(node.id))
+        for position, child in enumerate(graph.children(node))
     ]
     checkpoints = []
     for name in graph.checkpoints():
@@ -382,6 +153,7 @@ def _dump(session: Session) -> SessionData:
                 },
             )
         )
+    context = _dump_context(session.context)
     return SessionData(
         info={
             "root": str(session.root),
@@ -390,28 +162,34 @@ def _dump(session: Session) -> SessionData:
             "turn": session.turn,
             "trace_mark": session._trace_mark,
             "clock": graph.clock,
-            "context": _dump_context(session.context),
+            "context": context,
         },
         nodes=nodes,
         edges=edges,
         roots=[node.id for node in graph.roots()],
         checkpoints=checkpoints,
         traces=list(graph.traces),
-        context_checkpoints=[
-            session.context.checkpoints.get(v).to_dict()
-            for v in session.context.checkpoints.list_versions()
-        ],
+        context_checkpoints=context.pop("checkpoints"),
     )
 
 
 def _dump_context(context: Context) -> dict[str, Any]:
+    # Values must come back unchanged: no tuples, sets, NaN or objects (CheckpointError).
     state = context.state.to_dict()
-    encode_json(state, "context state")  # values must come back unchanged (no tuples, NaN)
+    encode_json(state, "context state")
+    encode_json(context.config.extra, "context config extra")
+    checkpoints = []
+    for version in context.checkpoints.list_versions():
+        cp = context.checkpoints.get(version).to_dict()
+        encode_json(cp["values"], f"context checkpoint {version} values")
+        encode_json(cp["metadata"], f"context checkpoint {version} metadata")
+        checkpoints.append(cp)
     return {
         "task_id": context.task_id,
         "config": context.config.model_dump(mode="json"),
         "state": state,
         "token_usage": context.token_usage,
+        "checkpoints": checkpoints,
     }
 
 
@@ -439,7 +217,9 @@ def _build(
         session.close()
         if isinstance(exc, CheckpointError) or not isinstance(exc, Exception):
             raise
-        raise CheckpointError(f"session file {where} cannot be loaded: {exc!r}") from exc
+        raise CheckpointError(
+            f"session file {where} cannot be loaded: {type(exc).__name__}: {exc}"
+        ) from exc
     return session
 
 
@@ -471,40 +251,51 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
     trace_mark = _get(data.info, "trace_mark", int, where)
     if not 0 <= trace_mark <= len(data.traces):
         raise CheckpointError(f"session file {where} has a bad 'trace_mark': {trace_mark}")
-    _reserve_ids(graph, [n.id for n in by_ref.values()] + [t.node_id for t in data.traces])
+    _restore_id_counters(graph, [n.id for n in by_ref.values()] + [t.node_id for t in data.traces])
     session.turn = _get(data.info, "turn", int, where)
     session._trace_mark = trace_mark
-    session.context = _load_context(
-        _get(data.info, "context", dict, where), data.context_checkpoints
-    )
+    session.context = _load_context(data.info.get("context"), data.context_checkpoints, where)
 
 
 def _install_structure(
-    graph: ContextGraph, edges: list[tuple[str, int, str]], roots: list[str], where: str
+    graph: ContextGraph, edges: list[tuple[str, int, str, int]], roots: list[str], where: str
 ) -> None:
-    """Put the saved edges (in child order) and the root order into a graph of parentless
-    nodes. ``ContextGraph`` has no bulk-load call, and ``link`` would bump versions and
-    record traces, so this writes the graph's edge store and root order directly, after
-    checking that the result keeps the graph's invariants."""
-    children: dict[str, list[str]] = {}
-    parents: dict[str, list[str]] = {}
-    for parent, _, child in edges:
+    """Put the saved edges and root order into a graph of parentless nodes.
+
+    ``ContextGraph`` has no bulk-load call and ``link`` would bump versions and record
+    traces, so this writes the graph's edge store and root order directly, after checking
+    the graph's invariants (known ids, no repeated edge, acyclic, roots = parentless
+    nodes). Edges go in in an order that gives every node both its saved children order
+    and its saved parents order.
+    """
+    after: dict[tuple[str, str], list[tuple[str, str]]] = {}  # edge → edges inserted before
+    parents: dict[str, dict[int, str]] = {}
+    for parent, _, child, rank in edges:
         for nid in (parent, child):
             if nid not in graph:
                 raise CheckpointError(f"session file {where} has an edge to unknown node {nid!r}")
-        if child in children.setdefault(parent, []):
+        if (parent, child) in after or rank in parents.get(child, {}):
             raise CheckpointError(f"session file {where} repeats the edge {parent!r} → {child!r}")
-        children[parent].append(child)
-        parents.setdefault(child, []).append(parent)
+        after[(parent, child)] = []
+        parents.setdefault(child, {})[rank] = parent
+    previous: dict[str, str] = {}
+    for parent, _, child, _ in edges:  # ordered by parent, then child position
+        if parent in previous:
+            after[(parent, child)].append((parent, previous[parent]))
+        previous[parent] = child
+    for child, ranked in parents.items():
+        ordered = [ranked[rank] for rank in sorted(ranked)]
+        for earlier, later in itertools.pairwise(ordered):
+            after[(later, child)].append((earlier, child))
     try:
-        TopologicalSorter(parents).prepare()
+        TopologicalSorter({c: list(ps.values()) for c, ps in parents.items()}).prepare()
+        order = list(TopologicalSorter(after).static_order())
     except GraphlibCycleError as exc:
         raise CheckpointError(f"session file {where} has a cycle: {exc.args[1]}") from exc
     parentless = [node.id for node in graph if node.id not in parents]
     if len(set(roots)) != len(roots) or set(roots) != set(parentless):
         raise CheckpointError(f"session file {where} has roots {roots} for nodes {parentless}")
-    for parent, kids in children.items():
-        graph._dag.add_edges_from((parent, child) for child in kids)
+    graph._dag.add_edges_from(order)
     graph._roots = dict.fromkeys(roots)
 
 
@@ -526,20 +317,21 @@ def _structure_checkpoint(
     return StructureCheckpoint(name, children, roots, states, nodes)
 
 
-def _reserve_ids(graph: ContextGraph, ids: list[str]) -> None:
-    """Advance the graph's id counters past every id a checkpoint or a trace names, so a
-    new node never takes the id of a removed one."""
+def _restore_id_counters(graph: ContextGraph, ids: list[str]) -> None:
+    """Set each node type's id counter past the highest id of that type the session names
+    (in the graph, a checkpoint or a trace), as it was before the save: a new node never
+    takes the id of a removed one. (``ContextGraph`` has no call for this either.)"""
+    types = node_types()
     highest: dict[str, int] = {}
     for nid in ids:
         prefix, _, number = nid.rpartition("_")
-        if prefix and number.isdigit() and nid not in graph:
+        if prefix in types and number.isascii() and number.isdigit():
             highest[prefix] = max(highest.get(prefix, 0), int(number))
     for prefix, top in highest.items():
-        while int(graph.new_id(prefix).rpartition("_")[2]) < top:
-            pass
+        graph._id_counters[prefix] = itertools.count(top + 1)
 
 
-def _load_context(raw: dict[str, Any], checkpoints: list[dict[str, Any]]) -> Context:
+def _load_context(raw: Any, checkpoints: list[Any], where: str) -> Context:
     try:
         task_id = raw["task_id"]
         config = ContextConfig.model_validate(raw["config"])
@@ -547,16 +339,12 @@ def _load_context(raw: dict[str, Any], checkpoints: list[dict[str, Any]]) -> Con
         for cp in map(Checkpoint.from_dict, checkpoints):
             stored = store._append(cp.values, cp.token_usage, cp.metadata, cp.created_at)
             if stored.version != cp.version or cp.task_id != task_id:
-                raise CheckpointError(
-                    f"context checkpoint {cp.task_id!r} v{cp.version} is out of sequence"
-                )
+                raise CheckpointError(f"checkpoint {cp.task_id!r} v{cp.version} is out of place")
         context = Context(task_id, config=config, state=ContextState(raw["state"]), store=store)
         context.add_tokens(raw["token_usage"])
-    except CheckpointError:
-        raise
     except (KeyError, TypeError, ValueError, DagctxError) as exc:
-        raise CheckpointError(f"the saved task context is malformed: {exc}") from exc
+        raise CheckpointError(f"the task context saved in {where} is malformed: {exc}") from exc
     return context
 
 
-__all__ = ["SESSION_FILE", "SESSION_SCHEMA", "ContextVerbs", "SessionData"]
+__all__ = ["SESSION_FILE", "ContextVerbs"]

@@ -1,0 +1,261 @@
+"""The session file: one SQLite file holding a whole saved session.
+
+:func:`write_session_file` replaces the session a file holds with a :class:`SessionData`
+in one transaction; :func:`read_session_file` reads it back. What the rows mean (and how a
+:class:`~dagctx.session.Session` maps to them) is :mod:`dagctx.persistence`'s business;
+this module owns the layout, the schema version and the atomicity:
+
+- ``dagctx_meta`` (shared with :class:`~dagctx.checkpoint.SQLiteCheckpointStore`, which
+  may use the same file) holds ``session_schema``; ``session_info`` holds JSON values by
+  key; ``session_nodes`` one row per node (``to_dict`` JSON, ``in_graph``, ``seq``,
+  ``last_run``); ``session_edges`` the edges with their position among the parent's
+  children and among the child's parents; ``session_roots`` the root order;
+  ``session_checkpoints`` the structure checkpoints; ``session_traces`` the traces;
+  ``session_context_checkpoints`` the root task context's checkpoints.
+- A write serializes everything first, then runs one ``BEGIN IMMEDIATE`` transaction
+  (WAL journal, ``synchronous=FULL``) that replaces every session row: after a kill at
+  any instant the file holds the previous session or the new one, whole. A write that
+  raises leaves the file as it was.
+- A read is one read transaction (a consistent snapshot while another process writes)
+  after the schema version and ``PRAGMA quick_check``; it never writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dagctx.errors import CheckpointError
+from dagctx.nodes.base import Trace
+
+SESSION_SCHEMA = 1
+"""Version of the session file layout written by :meth:`Session.save`."""
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS dagctx_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS session_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS session_nodes (
+    ref INTEGER PRIMARY KEY, in_graph INTEGER NOT NULL, seq INTEGER NOT NULL,
+    last_run REAL, data TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_edges (
+    parent TEXT NOT NULL, position INTEGER NOT NULL, child TEXT NOT NULL,
+    parent_rank INTEGER NOT NULL, PRIMARY KEY (parent, position)
+);
+CREATE TABLE IF NOT EXISTS session_roots (position INTEGER PRIMARY KEY, node_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS session_checkpoints (
+    position INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, data TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_traces (
+    position INTEGER PRIMARY KEY, node_id TEXT NOT NULL, old_version INTEGER NOT NULL,
+    new_version INTEGER NOT NULL, description TEXT NOT NULL, at REAL NOT NULL,
+    derived INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_context_checkpoints (
+    version INTEGER PRIMARY KEY, data TEXT NOT NULL
+);
+"""
+_SESSION_TABLES = (
+    "session_info",
+    "session_nodes",
+    "session_edges",
+    "session_roots",
+    "session_checkpoints",
+    "session_traces",
+    "session_context_checkpoints",
+)
+
+
+@dataclass(slots=True)
+class SessionData:
+    """The rows of a session file, decoded from (or ready to encode into) JSON."""
+
+    info: dict[str, Any]
+    nodes: list[tuple[int, bool, int, float | None, dict[str, Any]]]
+    edges: list[tuple[str, int, str, int]]  # parent, child position, child, parent rank
+    roots: list[str]
+    checkpoints: list[tuple[str, dict[str, Any]]]
+    traces: list[Trace]
+    context_checkpoints: list[dict[str, Any]]
+
+
+@contextmanager
+def _open(path: Path, action: str, *, create: bool) -> Iterator[sqlite3.Connection]:
+    where = repr(str(path))
+    if not create and not path.is_file():
+        raise CheckpointError(f"no saved session at {where}")
+    try:
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        uri = f"{path.resolve().as_uri()}?mode={'rwc' if create else 'rw'}"
+        conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+    except (OSError, sqlite3.Error) as exc:
+        raise CheckpointError(f"cannot {action} session file {where}: {exc}") from exc
+    try:
+        yield conn
+    except sqlite3.Error as exc:
+        raise CheckpointError(f"cannot {action} session file {where}: {exc}") from exc
+    finally:
+        conn.close()
+
+
+def _schema_of(conn: sqlite3.Connection) -> str | None:
+    tables = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'dagctx_meta'").fetchall()
+    if not tables:
+        return None
+    row = conn.execute("SELECT value FROM dagctx_meta WHERE key = 'session_schema'").fetchone()
+    return None if row is None else str(row[0])
+
+
+def _schema_mismatch(path: Path, found: str) -> CheckpointError:
+    return CheckpointError(
+        f"{str(path)!r} holds session schema {found}; this dagctx reads and writes session"
+        f" schema {SESSION_SCHEMA}"
+    )
+
+
+def write_session_file(path: Path, data: SessionData) -> None:
+    """Replace the session saved in ``path`` with ``data`` in one transaction.
+
+    Raises:
+        CheckpointError: the file cannot be written, is not SQLite, or holds another
+            session schema (nothing is written then).
+    """
+    rows = _encode(data)
+    with _open(path, "write", create=True) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")  # a returned save survives any later crash
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = _schema_of(conn)
+            if found is not None and found != str(SESSION_SCHEMA):
+                raise _schema_mismatch(path, found)
+            for statement in _TABLES.split(";")[:-1]:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT OR REPLACE INTO dagctx_meta (key, value) VALUES ('session_schema', ?)",
+                (str(SESSION_SCHEMA),),
+            )
+            for table in _SESSION_TABLES:
+                conn.execute(f"DELETE FROM {table}")
+            for table, table_rows in rows.items():
+                if table_rows:
+                    marks = ", ".join("?" * len(table_rows[0]))
+                    conn.executemany(f"INSERT INTO {table} VALUES ({marks})", table_rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def _encode(data: SessionData) -> dict[str, list[tuple[Any, ...]]]:
+    return {
+        "session_info": [(key, _json(value, key)) for key, value in data.info.items()],
+        "session_nodes": [
+            (ref, int(in_graph), seq, last_run, _json(node, f"node {node.get('id')!r}"))
+            for ref, in_graph, seq, last_run, node in data.nodes
+        ],
+        "session_edges": data.edges,
+        "session_roots": list(enumerate(data.roots)),
+        "session_checkpoints": [
+            (i, name, _json(cp, f"checkpoint {name!r}"))
+            for i, (name, cp) in enumerate(data.checkpoints)
+        ],
+        "session_traces": [
+            (i, t.node_id, t.old_version, t.new_version, t.description, t.at, int(t.derived))
+            for i, t in enumerate(data.traces)
+        ],
+        "session_context_checkpoints": [
+            (cp["version"], _json(cp, "context checkpoint")) for cp in data.context_checkpoints
+        ],
+    }
+
+
+def _json(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise CheckpointError(f"{what} cannot be saved as JSON: {exc}") from exc
+
+
+def read_session_file(path: Path) -> SessionData:
+    """Read every row of the session saved in ``path`` (one consistent snapshot).
+
+    Raises:
+        CheckpointError: no such file, not SQLite, truncated or corrupt, not a session
+            file, another session schema, or a row that is not valid JSON.
+    """
+    where = repr(str(path))
+    with _open(path, "read", create=False) as conn:
+        conn.execute("BEGIN")  # one snapshot, even while another process saves
+        try:
+            found = _schema_of(conn)
+            if found is None:
+                raise CheckpointError(f"{where} is not a dagctx session file (no session schema)")
+            if found != str(SESSION_SCHEMA):
+                raise _schema_mismatch(path, found)
+            check = conn.execute("PRAGMA quick_check").fetchall()
+            if check != [("ok",)]:
+                raise CheckpointError(f"{where} is corrupt: {check[0][0]}")
+            return _decode(conn, where)
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+
+
+def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
+    def load(text: Any, what: str) -> Any:
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise CheckpointError(f"{what} in {where} is not valid JSON: {exc}") from exc
+
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        return conn.execute(sql).fetchall()
+
+    info = {
+        key: load(value, f"session_info {key!r}")
+        for key, value in rows("SELECT key, value FROM session_info")
+    }
+    nodes = [
+        (ref, bool(in_graph), seq, last_run, load(data, f"node row {ref}"))
+        for ref, in_graph, seq, last_run, data in rows(
+            "SELECT ref, in_graph, seq, last_run, data FROM session_nodes ORDER BY ref"
+        )
+    ]
+    traces = [
+        Trace(node_id, old, new, description, at, bool(derived))
+        for node_id, old, new, description, at, derived in rows(
+            "SELECT node_id, old_version, new_version, description, at, derived"
+            " FROM session_traces ORDER BY position"
+        )
+    ]
+    return SessionData(
+        info=info,
+        nodes=nodes,
+        edges=rows(
+            "SELECT parent, position, child, parent_rank FROM session_edges"
+            " ORDER BY parent, position"
+        ),
+        roots=[r[0] for r in rows("SELECT node_id FROM session_roots ORDER BY position")],
+        checkpoints=[
+            (name, load(data, f"checkpoint {name!r}"))
+            for name, data in rows("SELECT name, data FROM session_checkpoints ORDER BY position")
+        ],
+        traces=traces,
+        context_checkpoints=[
+            load(data, f"context checkpoint {version}")
+            for version, data in rows(
+                "SELECT version, data FROM session_context_checkpoints ORDER BY version"
+            )
+        ],
+    )
+
+
+__all__ = ["SESSION_SCHEMA", "SessionData", "read_session_file", "write_session_file"]
