@@ -453,6 +453,20 @@ class TestRoundTrip:
         assert copy.info == fx.info and copy.status == "disconnected"
         assert copy.to_dict() == {**data, "data": {**data["data"], "status": "disconnected"}}
 
+    def test_restored_server_is_reused_on_connect(self, s: Session, tmp_path: Path) -> None:
+        with Session(tmp_path) as other:
+            saved = other.mcp_connect_sync("fx", SERVER)
+            data = [saved.to_dict(), *(t.to_dict() for t in saved.tools())]
+        server, *tools = (Node.from_dict(d) for d in data)
+        assert isinstance(server, MCPServerNode) and server.status == "disconnected"
+        s.add(server)
+        for t in tools:
+            s.add(t, parent=server)
+        ids = {t.name: t.id for t in server.tools()}
+        assert s.mcp_connect_sync("fx", SERVER) is server
+        assert server.status == "connected"
+        assert {t.name: t.id for t in server.tools()} == ids  # matched by name, kept
+
     def test_failed_server_keeps_its_error(self, s: Session) -> None:
         node = s.mcp_connect_sync("bad", [*SERVER, "--crash-at-start"], env={"K": "v"})
         copy = Node.from_dict(node.to_dict())

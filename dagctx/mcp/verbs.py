@@ -85,6 +85,14 @@ class MCPVerbs:
         """The nodes of every MCP server of the session, in connection order."""
         return [entry.node for entry in self._mcp_registry().values()]
 
+    def _mcp_node_named(self, name: str) -> MCPServerNode | None:
+        """The graph's server node called ``name`` (one connected before, or one loaded
+        from a saved session), so that connecting again reuses it."""
+        for node in self.graph:
+            if isinstance(node, MCPServerNode) and node.name == name:
+                return node
+        return None
+
     async def _mcp_on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the background loop and await it from the caller's loop."""
         if self.background.in_loop_thread():
@@ -113,8 +121,10 @@ class MCPVerbs:
         root, with ``env`` added to a minimal inherited environment) or ``url`` (a
         streamable HTTP endpoint). A server that fails to start or to answer within
         ``timeout`` seconds does not raise: the node shows status ``error``, the reason
-        and the server's stderr tail. Reconnecting a server in status ``error`` or
-        ``disconnected`` reuses its node.
+        and the server's stderr tail. Connecting again a server whose node is in the
+        graph (status ``error`` or ``disconnected``, or loaded from a saved session)
+        reuses that node; ``state``, ``priority`` and ``parent`` then apply to new
+        nodes only.
 
         Raises:
             DagctxError: a bad name, target, environment or timeout, or a server of that
@@ -134,8 +144,8 @@ class MCPVerbs:
         if parent is not None:
             self.graph.get(parent)
         env_keys = sorted(env_map)
-        if entry is not None and entry.node.graph is self.graph:
-            node = entry.node
+        node = self._mcp_node_named(name)
+        if node is not None:
             node.retarget(command=argv, url=url, env_keys=env_keys, cwd=workdir)
             node.set_status("connecting")
         else:
@@ -144,8 +154,8 @@ class MCPVerbs:
                 state=state, priority=priority,
             )  # fmt: skip
             self.add(node, parent=parent)
-            entry = _Server(node)
-            self._mcp_registry()[name] = entry
+        if entry is None or entry.node is not node:
+            entry = self._mcp_registry()[name] = _Server(node)
         connection = MCPConnection(
             name, command=argv, url=url, env=env_map, cwd=workdir, connect_timeout=timeout
         )
