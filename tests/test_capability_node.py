@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from pydantic import field_serializer
 
 from dagctx import GraphError, NodeNotFoundError, NodeState, Session
 from dagctx.capability import (
@@ -56,6 +57,21 @@ class Broken(CapabilityContext):
 
     def get_access_details(self, key: str) -> dict[str, Any]:
         return {"not json": {1, 2}}  # a set: json.dumps falls back to str()
+
+
+class OneWay(CapabilityContext):
+    """Dumps a field to a form it does not accept back: it could not be saved and loaded."""
+
+    CONTEXT_TYPE: ClassVar[str] = "CAPNODE_ONE_WAY"
+    CONTEXT_CATEGORY: ClassVar[str] = "TEST"
+    count: int
+
+    @field_serializer("count")
+    def _spell(self, count: int) -> str:
+        return f"{count} items"
+
+    def get_access_details(self, key: str) -> dict[str, Any]:
+        return {}
 
 
 class ArchiverData(CapabilityContext):
@@ -173,6 +189,10 @@ class TestHolding:
     def test_anything_but_a_capability_context_is_refused(self) -> None:
         with pytest.raises(CapabilityTypeError, match="got dict"):
             CapabilityNode({"pvs": []}, "k")  # type: ignore[arg-type]
+
+    def test_a_context_that_does_not_survive_its_json_dump_is_refused(self) -> None:
+        with pytest.raises(CapabilityTypeError, match=r"OneWay stored as CAPNODE_ONE_WAY\.k"):
+            CapabilityNode(OneWay(count=3), "k")
 
     def test_an_empty_key_is_refused(self) -> None:
         with pytest.raises(CapabilityError, match="capability key must be a non-empty string"):

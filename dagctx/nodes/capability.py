@@ -93,7 +93,7 @@ def hold(context: object, key: str, *, category: str | None = None) -> HeldConte
         )
     where = f"{context.CONTEXT_TYPE}.{key}"
     data = dump_context(context, where)
-    try:
+    try:  # validated from a fresh parse of the dump, so the copy shares nothing with ``data``
         copy = type(context).model_validate(json.loads(json.dumps(data)))
     except ValidationError as error:
         raise CapabilityTypeError(
