@@ -58,6 +58,11 @@ CREATE INDEX IF NOT EXISTS claims_by_expiry ON claims (expires_at);
 _COLUMNS = "claim_id, agent_id, agent_name, pid, intent, mode, files, created_at, expires_at"
 
 
+def agent_label(name: str | None, agent_id: str) -> str:
+    """How an agent is shown: ``name (id)``, or the id alone."""
+    return f"{name} ({agent_id})" if name else agent_id
+
+
 class CoordinationError(DagctxError):
     """The coordination store cannot be opened or written, or a claim is malformed."""
 
@@ -83,7 +88,7 @@ class Agent:
         return cls(f"{pid}-{secrets.token_hex(4)}", name or None, pid)
 
     def label(self) -> str:
-        return f"{self.name} ({self.id})" if self.name else self.id
+        return agent_label(self.name, self.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +106,7 @@ class Claim:
     expires_at: float
 
     def agent_label(self) -> str:
-        return f"{self.agent_name} ({self.agent_id})" if self.agent_name else self.agent_id
+        return agent_label(self.agent_name, self.agent_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +126,7 @@ class Conflict:
     intent: str
 
     def agent_label(self) -> str:
-        return f"{self.agent_name} ({self.agent_id})" if self.agent_name else self.agent_id
+        return agent_label(self.agent_name, self.agent_id)
 
 
 def paths_overlap(a: str, b: str) -> bool:
@@ -163,7 +168,7 @@ def check_claim_fields(intent: object, files: Sequence[object], mode: object) ->
     if mode not in MODES:
         raise CoordinationError(f"unknown claim mode {mode!r}; expected 'read' or 'write'")
     for path in files:
-        if not isinstance(path, str) or not path.startswith("/"):
+        if not isinstance(path, str) or not os.path.isabs(path):
             raise CoordinationError(f"claimed paths must be absolute, got {path!r}")
 
 
@@ -233,14 +238,11 @@ class CoordinationStore:
                 raise CoordinationError(f"coordination store {str(self.path)!r}: {exc}") from exc
             try:
                 yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            try:
                 db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                db.execute("ROLLBACK")
-                raise CoordinationError(f"coordination store {str(self.path)!r}: {exc}") from exc
+            except BaseException:
+                if db.in_transaction:  # some errors roll back on their own
+                    db.execute("ROLLBACK")
+                raise
 
     def _run_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` in one write transaction that also purges expired claims."""

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
-from dagctx.coordination import Claim, Conflict, WorkBoard, find_conflicts
+from dagctx.coordination import Claim, Conflict, WorkBoard, agent_label, find_conflicts
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 
 STATUSES = ("active", "done", "expired")
@@ -61,7 +61,6 @@ class WorkNode(Node):
     default_frequency: ClassVar[TickFrequency] = TickFrequency.turn()
 
     __slots__ = (
-        "_pending",
         "access",
         "agent_id",
         "agent_name",
@@ -96,7 +95,6 @@ class WorkNode(Node):
         self.status = status
         self.conflicts: tuple[Conflict, ...] = ()
         self.peers: tuple[PeerClaim, ...] = ()
-        self._pending = ""
 
     @property
     def files(self) -> list[str]:
@@ -135,9 +133,10 @@ class WorkNode(Node):
             return False
         return self.refresh(self.board.snapshot())
 
-    def observe(self, claims: Sequence[Claim]) -> bool:
+    def observe(self, claims: Sequence[Claim]) -> str | None:
         """Derive status, conflicts and peers from the live ``claims`` without recording
-        a change (for a node not yet in a graph); return whether they differ."""
+        a change (for a node not yet in a graph); return a description of what differs,
+        or None when nothing does."""
         own = next((c for c in claims if c.claim_id == self.claim_id), None)
         if own is None:
             status = "expired" if self.status == "active" else self.status
@@ -148,21 +147,20 @@ class WorkNode(Node):
             conflicts = find_conflicts(own, claims)
             peers = tuple(PeerClaim.of(c) for c in claims if c.agent_id != self.agent_id)
         if (status, conflicts, peers) == (self.status, self.conflicts, self.peers):
-            return False
-        self._pending = self._describe(status, conflicts, peers)
+            return None
+        description = self._describe(status, conflicts, peers)
         self.status, self.conflicts, self.peers = status, conflicts, peers
-        return True
+        return description
 
     def refresh(self, claims: Sequence[Claim], description: str | None = None) -> bool:
         """Like :meth:`observe`, but record a change when something differs or when
         ``description`` is given (an explicit update); return whether one was recorded."""
-        if self.observe(claims):
-            self.mark_changed(description or self._pending)
-            return True
-        if description is not None:
-            self.mark_changed(description)
-            return True
-        return False
+        observed = self.observe(claims)  # always: the view must follow the claims
+        description = description or observed
+        if description is None:
+            return False
+        self.mark_changed(description)
+        return True
 
     def _describe(
         self, status: str, conflicts: tuple[Conflict, ...], peers: tuple[PeerClaim, ...]
@@ -225,7 +223,7 @@ class WorkNode(Node):
             lines.append(f"other agents: {len(self.peers)} active claims")
             return "\n".join(lines)
         full = state >= NodeState.ALL
-        agent = f"{self.agent_name} ({self.agent_id})" if self.agent_name else self.agent_id
+        agent = agent_label(self.agent_name, self.agent_id)
         lines = [header, f"agent: {agent}; mode: {self.access}"]
         if full:
             lines.append(f"claim: {self.claim_id}")

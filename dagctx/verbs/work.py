@@ -23,6 +23,7 @@ from dagctx.coordination import (
     CoordinationError,
     CoordinationStore,
     WorkBoard,
+    check_ttl,
 )
 from dagctx.errors import DagctxError, PathError
 from dagctx.graph import NodeRef
@@ -62,14 +63,13 @@ class WorkVerbs(SessionParts):
                 f"this session holds active claims in {str(current.store.path)!r};"
                 " finish them with work_done() before choosing another store"
             )
+        check_ttl(stale_after)
         agent = Agent.new(agent_name)
-        target = self.root / STORE_PATH if path is None else self.root / os.fspath(path)
+        if path is not None and not isinstance(path, str | os.PathLike):
+            raise CoordinationError(f"a store path must be a path, got {path!r}")
+        target = self.root / (STORE_PATH if path is None else os.fspath(path))
         store = CoordinationStore(target)
-        try:
-            board = WorkBoard(store, agent, stale_after=stale_after, tick_of=_turn_of(self))
-        except CoordinationError:
-            store.close()
-            raise
+        board = WorkBoard(store, agent, stale_after=stale_after, tick_of=_turn_of(self))
         if current is not None:
             current.close()
         else:
