@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--out", help="projection file (default PATH/.dagctx/projection.md)")
     watch.add_argument("--once", action="store_true", help="scan, write, and exit")
     watch.add_argument("--encoding", default="cl100k_base", help="tiktoken encoding")
+    mcp = commands.add_parser("mcp", help="serve a session over MCP (stdio)")
+    mcp.add_argument("path", nargs="?", default=".", help="session root (default .)")
+    mcp.add_argument("--budget", type=_budget, default=8000, help="token budget (default 8000)")
+    mcp.add_argument("--encoding", default="cl100k_base", help="tiktoken encoding")
     return parser
 
 
@@ -77,7 +81,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return run_watch(args)
 
 
-COMMANDS = {"render": cmd_render, "watch": cmd_watch}
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from dagctx.mcp.server import run_stdio
+
+    run_stdio(args.path, budget=args.budget, encoding=args.encoding)
+    return 0
+
+
+COMMANDS = {"render": cmd_render, "watch": cmd_watch, "mcp": cmd_mcp}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,279 @@
+"""`dagctx mcp` as a real subprocess, driven by the MCP SDK's own stdio client."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+from dagctx.knowledge import Workspace
+from dagctx.mcp.server import SessionServer, bind_context_tools, reading_context
+from dagctx.session import Session
+from dagctx.tokens import TokenCounter
+from dagctx.tools import get_context_tools, get_graph_tools
+
+#: Seconds one scenario may take, server start and shutdown included.
+SCENARIO_TIMEOUT = 30.0
+SOURCE = "def greet(name):\n    return f'hello {name}'\n\n\nGREETING = greet('mcp')\n"
+Scenario = Callable[[ClientSession], Awaitable[None]]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "greet.py").write_text(SOURCE)
+    (tmp_path / "project" / "big.txt").write_text(
+        "".join(f"filler line {i} with several words in it\n" for i in range(2000))
+    )
+    return tmp_path / "project"
+
+
+@asynccontextmanager
+async def served(root: Path, errlog: Path, *options: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "dagctx.cli", "mcp", str(root), *options],
+        cwd=str(root),
+    )
+    with errlog.open("w") as err:
+        async with (
+            stdio_client(params, errlog=err) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            yield client
+
+
+def drive(root: Path, scenario: Scenario, *options: str) -> None:
+    """Start `dagctx mcp root`, run `scenario` against it, stop it; bounded in time."""
+    errlog = root.parent / "server-stderr.log"
+
+    async def main() -> None:
+        with anyio.fail_after(SCENARIO_TIMEOUT):
+            async with served(root, errlog, *options) as client:
+                await scenario(client)
+
+    try:
+        anyio.run(main)
+    except BaseException:
+        print("server stderr:\n" + errlog.read_text(), file=sys.stderr)
+        raise
+
+
+async def call(client: ClientSession, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error
+    (block,) = result.content
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+async def read(client: ClientSession, uri: str) -> str:
+    result = await client.read_resource(uri)
+    (contents,) = result.contents
+    assert isinstance(contents, types.TextResourceContents)
+    return contents.text
+
+
+class TestTools:
+    def test_every_context_and_graph_tool_with_the_generated_schema(self, root: Path) -> None:
+        expected = {tool.name: tool for tool in [*get_context_tools(), *get_graph_tools()]}
+
+        async def scenario(client: ClientSession) -> None:
+            listed = (await client.list_tools()).tools
+            assert [tool.name for tool in listed] == list(expected)
+            assert len(listed) == 16
+            for tool in listed:
+                assert tool.input_schema == expected[tool.name].parameters
+                assert tool.description == expected[tool.name].description
+                assert {"ctx", "session"}.isdisjoint(tool.input_schema["properties"])
+
+        drive(root, scenario)
+
+    def test_todo_round_trip(self, root: Path) -> None:
+        async def scenario(client: ClientSession) -> None:
+            assert await call(client, "get_todo") == "No todos."
+            assert await call(client, "add_todo", item="Read greet.py") == (
+                "Added todo 0: Read greet.py"
+            )
+            await call(client, "add_todo", item="Write the docstring")
+            await call(client, "complete_todo", index=0)
+            assert await call(client, "get_todo") == (
+                "0. [x] Read greet.py\n1. [ ] Write the docstring"
+            )
+
+        drive(root, scenario)
+
+    def test_context_tools_work_in_the_session_root(self, root: Path) -> None:
+        async def scenario(client: ClientSession) -> None:
+            assert await call(client, "read_file", path="greet.py") == SOURCE
+            assert "outside the working directory" in await call(
+                client, "read_file", path="../server-stderr.log"
+            )
+            assert "Artifact 'notes' not found" in await call(client, "get_knowledge", name="notes")
+
+        drive(root, scenario)
+
+    def test_model_mistakes_come_back_as_messages(self, root: Path) -> None:
+        async def scenario(client: ClientSession) -> None:
+            assert "missing required argument 'item'" in await call(client, "add_todo")
+            assert "argument 'tokens' must be an integer" in await call(
+                client, "set_budget", tokens="lots"
+            )
+            assert "No node 'text_7'" in await call(client, "hide_node", node_id="text_7")
+            assert "outside the session root" in await call(client, "open_file", path="/etc/hosts")
+
+        drive(root, scenario)
+
+
+class TestResources:
+    def test_projection_shows_an_opened_file_within_budget(self, root: Path) -> None:
+        async def scenario(client: ClientSession) -> None:
+            resources = (await client.list_resources()).resources
+            assert [str(r.uri) for r in resources] == ["dagctx://projection", "dagctx://explain"]
+            reply = await call(client, "open_file", path="greet.py")
+            assert reply.startswith("Opened greet.py as text_1: 5 lines")
+            text = await read(client, "dagctx://projection")
+            assert SOURCE.rstrip("\n") in text
+            assert TokenCounter("cl100k_base").count_exact(text) <= 2000
+            explain = await read(client, "dagctx://explain")
+            assert "text_1" in explain
+            assert "greet.py" in explain
+            assert "/2000 tokens" in explain.splitlines()[-1]
+
+        drive(root, scenario, "--budget", "2000")
+
+    def test_a_file_larger_than_the_budget_is_cut_to_fit(self, root: Path) -> None:
+        async def scenario(client: ClientSession) -> None:
+            await call(client, "open_file", path="big.txt")
+            text = await read(client, "dagctx://projection")
+            tokens = TokenCounter("cl100k_base").count_exact(text)
+            assert 250 <= tokens <= 300
+            assert "filler line 0 with" in text
+            assert "filler line 1999" not in text
+            assert "more lines cut to fit the budget" in text
+            assert "(-" in await read(client, "dagctx://explain")  # the cut, per node
+
+        drive(root, scenario, "--budget", "300")
+
+    def test_graph_tools_steer_the_projection(self, root: Path) -> None:
+        async def scenario(client: ClientSession) -> None:
+            await call(client, "open_file", path="greet.py")
+            await call(client, "set_node_state", node_id="text_1", state="collapsed")
+            assert "- greet.py (5 lines)" in await read(client, "dagctx://projection")
+            await call(client, "set_budget", tokens=500)
+            stats = await call(client, "show_projection_stats")
+            assert "/500 tokens" in stats.splitlines()[0]
+            output = await call(
+                client, "run_shell", command=sys.executable, args=["-c", "print(6 * 7)"]
+            )
+            assert "completed (exit 0" in output
+            assert "42" in await read(client, "dagctx://projection")
+
+        drive(root, scenario)
+
+
+class TestProtocolErrors:
+    def test_unknown_tools_and_resources_are_errors_and_the_server_goes_on(
+        self, root: Path
+    ) -> None:
+        async def scenario(client: ClientSession) -> None:
+            with pytest.raises(MCPError, match="unknown tool 'rm_rf'"):
+                await client.call_tool("rm_rf", {})
+            with pytest.raises(MCPError, match="unknown resource 'dagctx://nothing'"):
+                await client.read_resource("dagctx://nothing")
+            assert await call(client, "get_todo") == "No todos."
+
+        drive(root, scenario)
+
+
+class TestConcurrency:
+    def test_the_server_answers_while_a_tool_waits(self, root: Path) -> None:
+        async def scenario(client: ClientSession) -> None:
+            replies: list[str] = []
+
+            async def slow() -> None:
+                code = "import time; time.sleep(30)"
+                replies.append(
+                    await call(
+                        client, "run_shell", command=sys.executable, args=["-c", code], timeout=5
+                    )
+                )
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(slow)
+                await anyio.sleep(0.5)  # run_shell is now in its 2 s wait
+                started = anyio.current_time()
+                await client.send_ping()
+                assert anyio.current_time() - started < 1.0
+            assert "Still running after 2 s" in replies[0]
+
+        drive(root, scenario)
+
+
+class TestSessionServer:
+    """The server object in-process: which context each tool acts on."""
+
+    def test_todos_live_in_the_session_context(self, root: Path) -> None:
+        with Session(root) as session:
+            server = SessionServer(session)
+            anyio.run(server.call_tool, "add_todo", {"item": "ship it"})
+            assert session.context.state["todos"] == [{"item": "ship it", "done": False}]
+            assert set(session.context.state.keys()) == {"todos"}  # plain JSON only
+
+    def test_files_and_knowledge_read_through_a_layer(self, root: Path) -> None:
+        with Session(root) as session:
+            session.context.state.set("note", "from the session")
+            layer = reading_context(session)
+            assert layer.state["working_dir"] == str(root.resolve())
+            assert isinstance(layer.state["workspace"], Workspace)
+            assert layer.state["workspace"].knowledge_store is layer.state["knowledge_store"]
+            assert layer.state["note"] == "from the session"
+            assert "workspace" not in session.context.state
+
+    def test_a_working_dir_set_on_the_session_context_wins(self, root: Path) -> None:
+        (root / "docs").mkdir()
+        (root / "docs" / "guide.md").write_text("# Guide\n")
+        with Session(root) as session:
+            session.context.state.set("working_dir", str(root / "docs"))
+            tools = {tool.name: tool for tool in bind_context_tools(session)}
+            assert [t.name for t in get_context_tools()] == list(tools)
+            assert tools["add_todo"].target is session.context
+            assert anyio.run(partial(tools["read_file"].execute, path="guide.md")) == "# Guide\n"
+
+
+class TestCommandLine:
+    @pytest.mark.parametrize(
+        ("args", "status", "message"),
+        [
+            (["mcp", "{root}/missing"], 1, "is not a directory"),
+            (["mcp", "{root}", "--budget", "0"], 2, "budget must be a positive integer"),
+            (["mcp", "{root}", "--encoding", "no_such_encoding"], 1, "no_such_encoding"),
+        ],
+    )
+    def test_bad_arguments_are_one_line_errors(
+        self, root: Path, args: list[str], status: int, message: str
+    ) -> None:
+        argv = [a.format(root=root) for a in args]
+        done = subprocess.run(
+            [sys.executable, "-m", "dagctx.cli", *argv],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == status
+        assert done.stdout == ""
+        assert done.stderr.startswith("dagctx: error: ")
+        assert message in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
