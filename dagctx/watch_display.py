@@ -104,9 +104,11 @@ class Outputs:
         return self.markdown, self.json
 
     def write(self, session: Session, result: TickResult) -> float:
-        """Write both files atomically; return the seconds it took. Raises OSError."""
+        """Write the text, then its account, each atomically; return the seconds it took.
+        Raises OSError."""
         started = time.perf_counter()
         projection = result.projection
+        write_atomic(self.markdown, projection.text)  # first: what agents read
         account: dict[str, Any] = {
             "turn": result.turn,
             "tick_ms": round(result.duration * 1000, 3),
@@ -123,8 +125,8 @@ class Outputs:
             ],
             "explain": projection.explain(),
         }
-        write_atomic(self.markdown, projection.text)
-        write_atomic(self.json, json.dumps(account, indent=2, ensure_ascii=False))
+        # Compact: json's C encoder is used only without indent (several times faster).
+        write_atomic(self.json, json.dumps(account, ensure_ascii=False))
         return time.perf_counter() - started
 
 

@@ -234,6 +234,15 @@ class TestCoalescing:
             assert described(result) == [(node.id, "content changed")]
             assert "return 3" in node.content
 
+    async def test_one_batch_may_add_at_the_top_and_edit_deep_down(self, tree: Path) -> None:
+        async with watching(tree) as w:
+            auth = w.node("src/auth.py")
+            (tree / "CHANGES.md").write_text("- new\n")
+            (tree / "src" / "auth.py").write_text("def login(user):\n    return 4\n")
+            await w.until(lambda: "return 4" in auth.content)
+            await w.until(lambda: bool(w.session.text_nodes("CHANGES.md")))
+            assert "- new" in w.session.project().text
+
     @pytest.mark.slow
     async def test_a_200_file_burst_is_at_most_two_ticks(self, tree: Path) -> None:
         async with watching(tree) as w:
