@@ -124,7 +124,7 @@ def describe_error(exc: BaseException) -> str:
         return "timed out"
     if isinstance(exc, MCPError):
         if exc.code == types.CONNECTION_CLOSED:
-            return "the server closed the connection (its process exited?)"
+            return "the server closed the connection"
         return f"the server answered error {exc.code}: {exc.message}"
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -209,11 +209,11 @@ class MCPConnection:
                 asyncio.shield(ready), self.connect_timeout + SHUTDOWN_TIMEOUT
             )
         except TimeoutError:
+            tail = self.stderr_tail()  # before close() deletes the file
             await self.close()
             _consume(ready)
             raise MCPClientError(
-                f"MCP server {self.name!r} did not start within {self.connect_timeout:g} s",
-                self.stderr_tail(),
+                f"MCP server {self.name!r} did not start within {self.connect_timeout:g} s", tail
             ) from None
         except asyncio.CancelledError:
             await asyncio.shield(self.close())
@@ -307,10 +307,12 @@ class MCPConnection:
                     "instructions": init.instructions or "",
                 }
                 self._session, self.tools = session, tools
+                if ready.done():  # start() gave up waiting
+                    return
                 ready.set_result(tools)
                 await self._wake.wait()
                 if not self._closing:
-                    lost = "the server closed the connection (its process exited)"
+                    lost = "the server closed the connection"
         except BaseException as exc:  # reported through `ready` or on_lost
             message = describe_error(exc)
             if not ready.done():
@@ -322,6 +324,8 @@ class MCPConnection:
             elif not self._closing:
                 lost = f"the connection failed: {message}"
             if isinstance(exc, asyncio.CancelledError):
+                self.closed = True
+                self._cleanup_stderr()
                 raise
         finally:
             self._session = None
