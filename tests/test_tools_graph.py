@@ -190,6 +190,17 @@ class TestOpenFile:
         assert message in call(tools["open_file"], **kwargs)
         assert session.nodes() == []
 
+    def test_a_range_past_what_a_text_node_reads_is_refused(
+        self, project: Path, session: Session, tools: dict[str, SessionTool]
+    ) -> None:
+        (project / "huge.txt").write_text("x" * 99 + "\n" * 1 + ("y" * 99 + "\n") * 11_000)
+        reply = call(tools["open_file"], path="huge.txt", start_line=10_500)
+        assert reply == (
+            "Nothing was opened: line 10500 lies past the first 1,000,000 bytes of huge.txt,"
+            " which is as far as a text node reads."
+        )
+        assert session.nodes() == []
+
     def test_symlink_leaving_the_root_is_refused(
         self, project: Path, tmp_path_factory: pytest.TempPathFactory, tools: dict[str, SessionTool]
     ) -> None:
