@@ -42,7 +42,7 @@ LATENCY_TARGET_MS = 150.0
 TICKS_TARGET = 2
 START_TIMEOUT = 60.0
 _WORDS = ["user", "token", "graph", "node", "cache", "budget", "parent", "child", "render"]
-_TURN = re.compile(r"^turn (\d+): (\d+) changes")
+_TURN = re.compile(r"^turn (\d+): ([\d,]+) changes?")
 
 
 def make_tree(root: Path, files: int = FILES, seed: int = SEED) -> list[Path]:
@@ -89,7 +89,7 @@ class WatchProcess:
             except queue.Empty:
                 return None
             if match:
-                return int(match[1]), int(match[2])
+                return int(match[1]), int(match[2].replace(",", ""))
         return None
 
     def stop(self) -> None:

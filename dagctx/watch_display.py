@@ -137,15 +137,15 @@ class ScanProgress:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.files = 0
-        self._started = time.perf_counter()
+        self._started: float | None = None
         self._bar: Progress | None = None
 
     def __call__(self, files: int) -> None:
         self.files = files
         if self._bar is None:
-            if not self.console.is_terminal:
-                return
-            if time.perf_counter() - self._started < LARGE_SCAN_SECONDS:
+            now = time.perf_counter()
+            self._started = self._started or now
+            if not self.console.is_terminal or now - self._started < LARGE_SCAN_SECONDS:
                 return
             self._bar = Progress(
                 SpinnerColumn(),
@@ -170,6 +170,10 @@ class StatusView(Protocol):
     def update(self, result: TickResult, write_seconds: float) -> None: ...
 
     def close(self) -> None: ...
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _usage(result: TickResult) -> tuple[str, str]:
@@ -200,10 +204,10 @@ class LogView:
         changed = "; ".join(changes[:_SHOWN_CHANGES])
         if len(changes) > _SHOWN_CHANGES:
             changed += f"; … {len(changes) - _SHOWN_CHANGES} more"
+        latency = f"tick {result.duration * 1000:.1f} ms, write {write_seconds * 1000:.1f} ms"
+        count = _count(len(changes), "change")
         self.print(
-            f"turn {result.turn}: {len(changes)} changes ({changed or 'none'}) | {budget} |"
-            f" {sections} | tick {result.duration * 1000:.1f} ms, write"
-            f" {write_seconds * 1000:.1f} ms"
+            f"turn {result.turn}: {count} ({changed or 'none'}) | {budget} | {sections} | {latency}"
         )
 
     def close(self) -> None:
@@ -231,7 +235,7 @@ class LiveView:
         changes = describe_changes(self.session, result)
         if self._first:
             files = sum(isinstance(n, TextNode) for n in self.session.graph)
-            shown = [f"first scan: {files:,} files"]
+            shown = [f"first scan: {_count(files, 'file')}"]
         else:
             shown = changes[:_SHOWN_CHANGES] or ["nothing visible"]
             if len(changes) > _SHOWN_CHANGES:

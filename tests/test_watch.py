@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
@@ -32,6 +34,7 @@ from dagctx.watch_display import LiveView, Outputs
 
 pytestmark = pytest.mark.anyio
 WAIT = 10.0
+STARTUP = 60.0  # a busy machine may take long to start a Python process
 SETTLE = 0.4  # longer than a batch's quiet time (50 ms): earlier events are flushed
 
 
@@ -313,6 +316,19 @@ def _dagctx(*args: str) -> list[str]:
     return [sys.executable, "-m", "dagctx.cli", *args]
 
 
+def _lines(process: subprocess.Popen[str]) -> queue.Queue[str]:
+    """The process's stdout lines, read by a thread (so waits can time out)."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line.rstrip("\n"))
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
 class TestCommand:
     def test_once_writes_both_files_and_exits(
         self, tree: Path, capsys: pytest.CaptureFixture[str]
@@ -366,31 +382,32 @@ class TestCommand:
         assert exit_info.value.code == 2
 
     @pytest.mark.slow
-    def test_ctrl_c_exits_0_and_leaves_no_temp_files(self, tree: Path) -> None:
+    def test_ctrl_c_exits_0_and_leaves_no_temp_files(self, tree: Path, tmp_path: Path) -> None:
+        errors = (tmp_path / "stderr.txt").open("w+")
         process = subprocess.Popen(
             _dagctx("watch", str(tree), "--budget", "2000"),
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=errors,
             text=True,
             # A background job may inherit an ignored SIGINT; Ctrl-C is what we test.
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
+        lines = _lines(process)
         try:
-            assert process.stdout is not None
-            assert process.stdout.readline().startswith("dagctx watch: watching")
-            assert process.stdout.readline().startswith("turn 1:")
+            assert lines.get(timeout=STARTUP).startswith("dagctx watch: watching")
+            assert lines.get(timeout=WAIT).startswith("turn 1:")
             (tree / "src" / "auth.py").write_text("def login(user):\n    return 2\n")
-            line = process.stdout.readline()
-            assert line.startswith("turn 2: 1 changes (src/auth.py: content changed)")
+            line = lines.get(timeout=WAIT)
+            assert line.startswith("turn 2: 1 change (src/auth.py: content changed)")
             assert "return 2" in (tree / ".dagctx" / "projection.md").read_text()
             process.send_signal(signal.SIGINT)
-            out, err = process.communicate(timeout=WAIT)
+            assert process.wait(timeout=WAIT) == 0
+            assert lines.get(timeout=WAIT) == "dagctx watch: stopped"
         finally:
             if process.poll() is None:
                 process.kill()
-        assert process.returncode == 0, err
-        assert out.strip().endswith("dagctx watch: stopped")
-        assert "Traceback" not in err
+        errors.seek(0)
+        assert "Traceback" not in errors.read()
         leftovers = sorted(p.name for p in (tree / ".dagctx").iterdir())
         assert leftovers == ["projection.json", "projection.md"]
 
