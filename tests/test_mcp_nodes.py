@@ -364,7 +364,7 @@ class TestFailure:
         assert "failed to start" in (node.error or "")
         assert "refusing to start (bad configuration)" in node.stderr_tail
         details = node.render(NodeState.DETAILS)
-        assert "stderr (last 1 lines):" in details and "refusing to start" in details
+        assert "stderr (last line):" in details and "refusing to start" in details
         with pytest.raises(DagctxError, match="not connected \\(status: error\\)"):
             s.mcp_call_sync("bad", "add")
 

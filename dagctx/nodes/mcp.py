@@ -151,9 +151,7 @@ class MCPToolNode(Node):
             return f"- {spec.name} (#{self.id})"
         first = spec.description.strip().split("\n", 1)[0]
         if state == NodeState.SUMMARY:
-            return (
-                f"- {spec.name}: {first} (#{self.id})" if first else f"- {spec.name} (#{self.id})"
-            )
+            return f"- {spec.name}: {first or '(no description)'} (#{self.id})"
         title = f" — {spec.title}" if spec.title else ""
         lines = [f"#### {self.server}.{spec.name}{title} (#{self.id})"]
         if spec.description.strip():
@@ -323,7 +321,8 @@ class MCPServerNode(Node):
             fence = "```"
             while any(fence in line for line in tail):
                 fence += "`"
-            lines += [f"stderr (last {len(tail)} lines):", fence, *tail, fence]
+            which = "last line" if len(tail) == 1 else f"last {len(tail)} lines"
+            lines += [f"stderr ({which}):", fence, *tail, fence]
         return lines
 
     def render_state(self, state: NodeState) -> str:
