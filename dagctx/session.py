@@ -199,7 +199,7 @@ class Session(
         self,
         path: str | os.PathLike[str],
         *,
-        lines: tuple[int, int] | None = None,
+        lines: tuple[int, int | None] | None = None,
         state: NodeState | str | None = None,
         priority: int | None = None,
         frequency: TickFrequency | None = None,
@@ -390,12 +390,14 @@ class Session(
                 stack.extend(reversed(node.children))
 
 
-def _check_lines(lines: Iterable[Any]) -> tuple[int, int]:
+def _check_lines(lines: Iterable[Any]) -> tuple[int, int | None]:
+    """Validate a 1-based inclusive ``(start, end)`` range; ``end=None`` means to the end."""
     try:
         start, end = lines
     except (TypeError, ValueError):
         raise PathError(f"lines must be a (start, end) pair, got {lines!r}") from None
-    valid = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end))
-    if not valid or start < 1 or end < start:
-        raise PathError(f"invalid line range {lines!r}: need 1 <= start <= end")
+    ints = [v for v in (start, end) if v is not None]
+    valid = start is not None and all(isinstance(v, int) and not isinstance(v, bool) for v in ints)
+    if not valid or start < 1 or (end is not None and end < start):
+        raise PathError(f"invalid line range {lines!r}: need 1 <= start <= end (end may be None)")
     return start, end

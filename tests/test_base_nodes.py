@@ -48,7 +48,7 @@ class TestTextNode:
         node = TextNode("huge.txt", root=tmp_path, max_bytes=10_000)
         assert len(node.lines) == 100
         assert "5,000,000 bytes" in node.render()
-        assert "open a line range" in node.render()
+        assert "open a (smaller) line range" in node.render()
 
     def test_line_range_of_a_huge_file(self, tmp_path: Path) -> None:
         (tmp_path / "nums.txt").write_text("".join(f"{i}\n" for i in range(1, 1001)))
@@ -149,3 +149,23 @@ class TestFrequency:
         assert not TickFrequency.never().is_due(5.0, None)
         assert TickFrequency.period(2).is_due(5.0, 3.0)
         assert not TickFrequency.period(2).is_due(5.0, 3.5)
+
+
+class TestLineRanges:
+    def test_range_deep_in_a_huge_file_is_streamed(self, tmp_path: Path) -> None:
+        (tmp_path / "log.txt").write_text("".join(f"entry {i}\n" for i in range(1, 300_001)))
+        node = TextNode(
+            "log.txt", root=tmp_path, start_line=250_000, end_line=250_002, max_bytes=10_000
+        )
+        assert node.lines == ["entry 250000", "entry 250001", "entry 250002"]
+        assert node.notice is None
+
+    def test_open_ended_range_is_capped_by_max_bytes(self, tmp_path: Path) -> None:
+        (tmp_path / "log.txt").write_text("".join(f"entry {i}\n" for i in range(1, 10_001)))
+        node = TextNode("log.txt", root=tmp_path, start_line=9_000, max_bytes=100)
+        assert node.lines[0] == "entry 9000"
+        assert len(node.lines) < 1001 and node.notice is not None
+
+    def test_session_accepts_an_open_ended_range(self, session: Session) -> None:
+        node = session.text("src/auth.py", lines=(5, None))
+        assert node.lines == ["def check(user):", "    return True"]

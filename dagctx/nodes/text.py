@@ -16,7 +16,7 @@ import os
 import re
 from itertools import islice
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 
@@ -116,10 +116,14 @@ class TextNode(Node):
                 head = handle.read(_SNIFF_BYTES)
                 if b"\x00" in head:
                     return key, f"[binary file, {st.st_size:,} bytes, not shown]", [], None
-                data = head + handle.read(max(0, self.max_bytes - len(head)))
+                handle.seek(0)
+                if self.start_line is not None or self.end_line is not None:
+                    data, truncated = self._read_range(handle)
+                else:
+                    data = handle.read(self.max_bytes)
+                    truncated = st.st_size > len(data)
         except OSError as exc:
             return key, f"[file unreadable: {exc.strerror or exc}]", [], None
-        truncated = st.st_size > len(data)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -131,14 +135,27 @@ class TextNode(Node):
         if truncated:
             lines = lines[:-1] if lines and not text.endswith("\n") else lines
             notice = (
-                f"[file is {st.st_size:,} bytes; only the first {len(lines):,} lines were read;"
-                " open a line range to see more]"
+                f"[file is {st.st_size:,} bytes; only {len(lines):,} lines were read;"
+                " open a (smaller) line range to see more]"
             )
-        if self.start_line is not None or self.end_line is not None:
-            start = max(1, self.start_line or 1)
-            stop = self.end_line if self.end_line is not None else None
-            lines = list(islice(lines, start - 1, stop))
         return key, None, lines, notice
+
+    def _read_range(self, handle: BinaryIO) -> tuple[bytes, bool]:
+        """Stream to the line range, keeping at most ``max_bytes`` of it: (bytes, truncated).
+
+        A range deep inside a huge file costs one pass over the lines before it, never the
+        whole file in memory.
+        """
+        start = max(1, self.start_line or 1)
+        wanted = islice(handle, start - 1, self.end_line)
+        chunks: list[bytes] = []
+        size = 0
+        for line in wanted:
+            if size + len(line) > self.max_bytes:
+                return b"".join(chunks), True
+            chunks.append(line)
+            size += len(line)
+        return b"".join(chunks), False
 
     def _load(self, read: tuple[tuple[int, int] | None, str | None, list[str], str | None]) -> bool:
         """Adopt a read result; return whether what the node shows changed."""
