@@ -35,7 +35,7 @@ from rich.table import Table
 from dagctx.errors import PathError
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
-from dagctx.watch import TreeTracker
+from dagctx.watch_tree import TreeTracker
 
 if TYPE_CHECKING:
     from dagctx.session import Session, TickResult

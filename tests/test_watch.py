@@ -196,6 +196,22 @@ class TestFileEvents:
             assert directory_group(node) == "lib/"
             assert "### lib/store.py (#" + node.id + ")" in w.session.project().text
 
+    async def test_a_rename_carries_other_text_nodes_of_the_file_with_their_parents(
+        self, tree: Path
+    ) -> None:
+        async with watching(tree) as w:
+            excerpt = w.session.text("src/db.py", lines=(1, 1))
+            pinned = w.session.group(excerpt, title="pinned")
+            markdown = w.session.markdown("README.md")
+            (tree / "src" / "db.py").rename(tree / "src" / "store.py")
+            (tree / "README.md").rename(tree / "README.txt")
+            await w.until(lambda: excerpt.path == "src/store.py")
+            await w.until(lambda: bool(w.session.text_nodes("README.txt")))
+            assert excerpt.parents == [pinned]
+            assert excerpt.lines == ["class Store:"]
+            assert markdown.path == "README.md"  # not a plain text node: left, shown deleted
+            assert markdown.placeholder == "[file deleted]"
+
     async def test_a_rename_with_new_content_is_a_delete_and_a_create(self, tree: Path) -> None:
         async with watching(tree) as w:
             old = w.node("src/db.py")

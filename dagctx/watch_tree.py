@@ -1,0 +1,456 @@
+"""Map file-system events to node changes for one directory tree of a session.
+
+A :class:`TreeTracker` knows the directory groups and whole-file text nodes that
+:func:`~dagctx.tree.scan_tree` made for one tree. It turns a batch of events into one
+change set (:meth:`TreeTracker.plan`, which reads the disk but changes no node), applied
+inside one tick (:meth:`TreeTracker.apply`). What a path became is read from the disk
+when the batch is planned, so an event only says "look at this path again":
+
+- a new file gets a :class:`~dagctx.nodes.text.TextNode` under its directory group (missing
+  directory groups are created; a new directory is scanned whole, since its first files
+  can be written before the OS watches it);
+- a modified file is re-read (:meth:`Session.file_changed`; same content, no new version);
+- a deleted file's node shows ``[file deleted]`` for one tick and is removed at the next
+  (:meth:`TreeTracker.reap`);
+- a delete and a create with identical content in one batch is a rename: the node keeps
+  its id and moves to its new path and directory group;
+- a changed ``.gitignore`` (or a new virtual environment) re-surveys its directory, adding
+  files it no longer ignores and dropping those it now ignores.
+
+Ignored, as by the scan: ``.gitignore`` matches, ``.git``, ``.dagctx``, virtual
+environments, binary files, and the paths passed as ``ignore`` (with their ``.<name>.*.tmp``
+siblings, the temporary files of an atomic write).
+
+The watching itself (watchfiles, batching, ticking) is :mod:`dagctx.watch`.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import stat
+from collections.abc import Callable, Iterable
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dagctx.errors import PathError
+from dagctx.nodes.base import Node, NodeState, TickFrequency
+from dagctx.nodes.group import GroupNode
+from dagctx.nodes.text import TextNode
+from dagctx.tree import ALWAYS_SKIPPED, IgnoreRules, is_binary, iter_files, scan_tree
+
+if TYPE_CHECKING:
+    from watchfiles import Change
+
+    from dagctx.session import Session
+
+    FileChange = tuple[Change, str]
+
+
+def _parent(rel: str) -> str:
+    return rel.rpartition("/")[0]
+
+
+def _name(rel: str) -> str:
+    return rel.rpartition("/")[2]
+
+
+def _under(rel: str, directory: str) -> bool:
+    """Whether ``rel`` is ``directory`` or inside it ("" is the root)."""
+    return not directory or rel == directory or rel.startswith(directory + "/")
+
+
+def _content_key(node: TextNode) -> tuple[str | None, str | None, str]:
+    return node.placeholder, node.notice, node.content
+
+
+def _shared_tail(a: str, b: str) -> int:
+    """How many trailing path components ``a`` and ``b`` share (rename pairing)."""
+    count = 0
+    for x, y in zip(reversed(a.split("/")), reversed(b.split("/")), strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+@dataclass(slots=True)
+class _ChangeSet:
+    """What one batch of events does to the tracked tree (decided from the disk)."""
+
+    touched: set[str] = field(default_factory=set)  # paths whose text nodes re-read
+    created: dict[str, TextNode] = field(default_factory=dict)  # new files, read
+    deleted: set[str] = field(default_factory=set)  # tracked files gone from disk
+    dropped: set[str] = field(default_factory=set)  # tracked files now ignored
+    new_dirs: set[str] = field(default_factory=set)
+    gone_dirs: set[str] = field(default_factory=set)  # tracked directories gone
+    dropped_dirs: set[str] = field(default_factory=set)  # tracked directories now ignored
+    moves: list[tuple[str, str]] = field(default_factory=list)  # (old, new) renames
+
+    def __bool__(self) -> bool:
+        """Whether applying it could change anything (else no tick is needed)."""
+        parts = (self.touched, self.created, self.deleted, self.dropped, self.new_dirs,
+                 self.gone_dirs, self.dropped_dirs, self.moves)  # fmt: skip
+        return any(parts)
+
+
+class TreeTracker:
+    """The directory groups and file nodes of one tree in a session, kept in step with
+    file events.
+
+    Args:
+        session: the session holding the tree.
+        path: the tree's top directory (root-relative or absolute, under the root).
+        ignore: extra files never tracked (e.g. the projection file being written into
+            the tree), with their atomic-write siblings ``.<name>.*.tmp``.
+
+    Raises:
+        PathError: ``path`` is outside the session root or not a directory.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        path: str | os.PathLike[str] = ".",
+        *,
+        ignore: Iterable[str | os.PathLike[str]] = (),
+    ) -> None:
+        absolute, relative = session.resolve_path(path)
+        if not absolute.is_dir():
+            raise PathError(f"{os.fspath(path)!r} is not a directory")
+        self.session = session
+        self.directory = absolute
+        self.top = "" if relative == "." else relative
+        self.files: dict[str, TextNode] = {}
+        self.dirs: dict[str, GroupNode] = {}
+        self._gone: set[str] = set()
+        self._gone_dirs: set[str] = set()
+        self._rules: dict[str, IgnoreRules] = {}
+        self._excluded: dict[str, bool] = {}
+        self._root_prefix = str(session.root) + os.sep
+        self._ignored: set[Path] = {Path(p).resolve() for p in ignore}
+
+    # -- loading ----------------------------------------------------------------------
+
+    def load(self, progress: Callable[[int], None] | None = None) -> bool:
+        """Bring the tree into the session: adopt its groups if the session has them
+        (a loaded session, an earlier scan) and queue a re-survey for the next tick, or
+        scan it now. ``progress`` gets the number of files scanned so far.
+
+        Returns whether the tree was scanned (False: adopted and queued for re-survey).
+        """
+        title = (self.top or self.directory.name) + "/"
+        for node in self.session.graph.roots():
+            if isinstance(node, GroupNode) and node.title == title:
+                self._adopt(node)
+                self.session.queue_result(lambda: self.apply_survey(self.top))
+                return False
+        self._adopt(scan_tree(self.session, self.directory, progress=progress))
+        return True
+
+    def _adopt(self, top: GroupNode) -> None:
+        """Index the directory groups and whole-file nodes below ``top`` (by their paths)."""
+        self.files.clear()
+        self.dirs = {self.top: top}
+        stack = [self.top]
+        while stack:
+            rel = stack.pop()
+            for child in self.dirs[rel].children:
+                if isinstance(child, TextNode):
+                    whole = child.start_line is None and child.end_line is None
+                    if whole and _parent(child.path) == rel:
+                        self.files[child.path] = child
+                elif isinstance(child, GroupNode) and (child.title or "").endswith("/"):
+                    sub = (child.title or "")[:-1]
+                    if sub and _parent(sub) == rel and sub not in self.dirs:
+                        self.dirs[sub] = child
+                        stack.append(sub)
+
+    # -- ignore rules -----------------------------------------------------------------
+
+    def _rules_for(self, rel_dir: str) -> IgnoreRules:
+        rules = self._rules.get(rel_dir)
+        if rules is None:
+            base = IgnoreRules() if not rel_dir else self._rules_for(_parent(rel_dir))
+            rules = base.extended(self.session.root / rel_dir, rel_dir)
+            self._rules[rel_dir] = rules
+        return rules
+
+    def _dir_excluded(self, rel_dir: str) -> bool:
+        """Whether the scan would skip this directory (or one above it)."""
+        if _under(self.top, rel_dir):  # the top and the directories above it
+            return False
+        excluded = self._excluded.get(rel_dir)
+        if excluded is None:
+            parent = _parent(rel_dir)
+            excluded = (
+                self._dir_excluded(parent)
+                or _name(rel_dir) in ALWAYS_SKIPPED
+                or (self.session.root / rel_dir / "pyvenv.cfg").exists()
+                or self._rules_for(parent).ignores(rel_dir, True)
+            )
+            self._excluded[rel_dir] = excluded
+        return excluded
+
+    def _is_own_output(self, absolute: Path) -> bool:
+        for out in self._ignored:
+            if absolute == out:
+                return True
+            name = absolute.name
+            if absolute.parent == out.parent and name.startswith(f".{out.name}."):
+                return name.endswith(".tmp")
+        return False
+
+    def _wants_file(self, rel: str) -> bool:
+        parent = _parent(rel)
+        return (
+            not self._dir_excluded(parent)
+            and not self._rules_for(parent).ignores(rel, False)
+            and not self._is_own_output(self.session.root / rel)
+        )
+
+    def _relative(self, absolute: str) -> str | None:
+        if not absolute.startswith(self._root_prefix):
+            return None
+        rel = absolute[len(self._root_prefix) :].replace(os.sep, "/")
+        return rel if _under(rel, self.top) else None
+
+    def watch_filter(self, change: Change, path: str) -> bool:
+        """The ``watch_filter`` for :func:`watchfiles.awatch`: keep events on tracked
+        paths and on paths the scan would take in; drop the rest."""
+        rel = self._relative(path)
+        if rel is None:
+            return False
+        if rel in self.files or rel in self.dirs or self.session.text_nodes(rel):
+            return True
+        parent = _parent(rel)
+        if self._dir_excluded(parent) or self._is_own_output(Path(path)):
+            return False
+        if os.path.isdir(path):
+            return not self._dir_excluded(rel)
+        return _name(rel) == "pyvenv.cfg" or not self._rules_for(parent).ignores(rel, False)
+
+    # -- turning events into a change set ---------------------------------------------
+
+    def plan(self, changes: Iterable[FileChange]) -> _ChangeSet:
+        """Decide, from the disk as it is now, what a batch of events changes (reads
+        files, changes no node: :meth:`apply` does that, inside the next tick)."""
+        rels = {r for _, p in changes if (r := self._relative(p)) is not None}
+        plan = _ChangeSet()
+        surveys: set[str] = set()
+        for rel in rels:
+            name = _name(rel)
+            if name in (".gitignore", "pyvenv.cfg"):
+                surveys.add(_parent(rel))
+        if surveys:  # the rules changed: forget what was derived from them
+            self._rules.clear()
+            self._excluded.clear()
+        for rel in sorted(rels):
+            self._classify(rel, plan, surveys)
+        for rel in sorted(surveys):
+            if not any(_under(rel, s) and rel != s for s in surveys):
+                self._survey(rel, plan)
+        self._pair_renames(plan)
+        return plan
+
+    def _classify(self, rel: str, plan: _ChangeSet, surveys: set[str]) -> None:
+        absolute = self.session.root / rel
+        if self.session.text_nodes(rel):
+            plan.touched.add(rel)
+        try:
+            mode: int | None = os.lstat(absolute).st_mode
+        except OSError:
+            mode = None
+        if mode is None or stat.S_ISLNK(mode):
+            if rel in self.files:
+                plan.deleted.add(rel)
+            elif rel in self.dirs:
+                surveys.add(rel)
+        elif stat.S_ISDIR(mode):
+            if rel not in self.dirs and not self._dir_excluded(rel):
+                surveys.add(rel)
+        elif stat.S_ISREG(mode) and rel not in self.files and self._wants_file(rel):
+            self._add_candidate(rel, plan)
+
+    def _add_candidate(self, rel: str, plan: _ChangeSet) -> None:
+        if rel in plan.created or rel in self.files:
+            return
+        if not is_binary(self.session.root / rel):
+            node = TextNode(rel, root=self.session.root, frequency=TickFrequency.never())
+            plan.created[rel] = node
+
+    def _survey(self, rel_dir: str, plan: _ChangeSet) -> None:
+        """Compare a directory on disk with its tracked nodes (everything below it)."""
+        files: set[str] = set()
+        dirs: set[str] = set()
+        absolute = self.session.root / rel_dir
+        if absolute.is_dir() and not absolute.is_symlink() and not self._dir_excluded(rel_dir):
+            dirs.add(rel_dir)
+            for rel, is_dir in iter_files(self.session.root, absolute):
+                (dirs if is_dir else files).add(rel)
+        for rel in sorted(dirs - self.dirs.keys()):
+            plan.new_dirs.add(rel)
+        for rel in files:
+            if rel in self.files:
+                plan.touched.add(rel)
+            elif not self._is_own_output(self.session.root / rel):
+                self._add_candidate(rel, plan)
+        for rel in [r for r in self.files if _under(r, rel_dir) and r not in files]:
+            on_disk = (self.session.root / rel).is_file()
+            (plan.dropped if on_disk else plan.deleted).add(rel)
+        for rel in [d for d in self.dirs if _under(d, rel_dir) and d not in dirs]:
+            if rel != self.top:
+                on_disk = (self.session.root / rel).is_dir()
+                (plan.dropped_dirs if on_disk else plan.gone_dirs).add(rel)
+
+    def _pair_renames(self, plan: _ChangeSet) -> None:
+        """A deleted file and a created one with identical content are a rename; with
+        several candidates, the one sharing the longest path tail wins."""
+        if not plan.deleted or not plan.created:
+            return
+        by_content: dict[tuple[str | None, str | None, str], list[str]] = {}
+        for rel in sorted(plan.deleted):
+            node = self.files[rel]
+            if node.placeholder is None:
+                by_content.setdefault(_content_key(node), []).append(rel)
+        for new in sorted(plan.created):
+            olds = by_content.get(_content_key(plan.created[new]))
+            if olds:
+                old = max(olds, key=lambda o: _shared_tail(o, new))
+                olds.remove(old)
+                plan.deleted.discard(old)
+                plan.touched.discard(old)
+                del plan.created[new]
+                plan.moves.append((old, new))
+
+    # -- applying a change set (inside a tick) ----------------------------------------
+
+    def apply_survey(self, rel_dir: str) -> None:
+        """Re-survey a directory against the disk. Call it inside a tick (queue it)."""
+        plan = _ChangeSet()
+        self._survey(rel_dir, plan)
+        self._pair_renames(plan)
+        self.apply(plan)
+
+    def apply(self, plan: _ChangeSet) -> None:
+        """Change the session's nodes as ``plan`` says (see the module docstring)."""
+        session = self.session
+        for rel in sorted(plan.new_dirs):
+            self._ensure_dir(rel)
+        for old, new in plan.moves:
+            self._move(old, new)
+        for rel in sorted(plan.created):
+            self._add_file(plan.created[rel])
+        for rel in sorted(plan.dropped):
+            self._remove(self.files.pop(rel))
+        for rel in sorted(plan.dropped_dirs, reverse=True):
+            self._remove(self.dirs.pop(rel))
+        for rel in plan.touched | plan.deleted:
+            with suppress(PathError):  # a path that now resolves outside the root
+                session.file_changed(rel)
+        self._gone |= plan.deleted
+        self._gone_dirs |= plan.gone_dirs
+        self._drop_empty_gone_dirs()
+
+    def pending_removals(self) -> bool:
+        """Whether nodes shown as deleted wait for the next tick to be removed."""
+        return bool(self._gone or self._gone_dirs)
+
+    def reap(self) -> None:
+        """Remove the nodes of files shown as deleted at the last tick (unless the file
+        came back) and the emptied groups of deleted directories."""
+        for rel in sorted(self._gone):
+            node = self.files.get(rel)
+            if node is not None and not (self.session.root / rel).is_file():
+                del self.files[rel]
+                if node.graph is self.session.graph:
+                    self._remove(node)
+        self._gone.clear()
+        self._drop_empty_gone_dirs()
+
+    def _drop_empty_gone_dirs(self) -> None:
+        for rel in sorted(self._gone_dirs, reverse=True):  # deepest first
+            group = self.dirs.get(rel)
+            if group is None or (self.session.root / rel).is_dir():
+                self._gone_dirs.discard(rel)
+            elif not group.children:
+                self._gone_dirs.discard(rel)
+                del self.dirs[rel]
+                self._remove(group)
+
+    def _ensure_dir(self, rel: str) -> GroupNode:
+        group = self.dirs.get(rel)
+        if group is None:
+            parent = self._ensure_dir(_parent(rel))
+            group = GroupNode(rel + "/", state=NodeState.DETAILS)
+            self.session.add(group)
+            self._link(parent, group, self._position(parent, _name(rel), True))
+            self.dirs[rel] = group
+            self._gone_dirs.discard(rel)
+        return group
+
+    def _position(self, group: GroupNode, name: str, is_dir: bool) -> int:
+        """Where a new entry goes among a group's children: files sorted by name, then
+        directories sorted by name (the scan's order)."""
+        children = group.children
+        for index, child in enumerate(children):
+            if isinstance(child, GroupNode) and self.dirs.get((child.title or "")[:-1]) is child:
+                if not is_dir or _name((child.title or "")[:-1]) > name:
+                    return index
+            elif isinstance(child, TextNode) and not is_dir and _name(child.path) > name:
+                return index
+        return len(children)
+
+    def _add_file(self, node: TextNode) -> None:
+        group = self._ensure_dir(_parent(node.path))
+        self.session.add(node)
+        self._link(group, node, self._position(group, _name(node.path), False))
+        self.files[node.path] = node
+        self._mark(node, "file created")
+
+    def _move(self, old: str, new: str) -> None:
+        """Give every plain text node of ``old`` the path ``new``, keeping ids and
+        parents; the tracked node also moves to the directory group of ``new``. Nodes of
+        other types (a markdown document with section children) stay and show the old
+        path deleted."""
+        tracked = self.files.pop(old)
+        self._gone.discard(old)
+        old_group = self.dirs.get(_parent(old))
+        new_group = self._ensure_dir(_parent(new))
+        for node in self.session.text_nodes(old):
+            if type(node) is not TextNode:
+                self.session.file_changed(old)
+                continue
+            links: list[tuple[Node, int]] = [
+                (p, p.children.index(node))
+                for p in node.parents
+                if not (node is tracked and p is old_group)
+            ]
+            self._remove(node)
+            node.path = new
+            node.media_type = mimetypes.guess_type(new)[0] or "text/plain"
+            self.session.add(node)
+            for parent, index in links:
+                self._link(parent, node, index)
+            self._mark(node, f"renamed from {old}")
+        self._link(new_group, tracked, self._position(new_group, _name(new), False))
+        self.files[new] = tracked
+
+    # Each structural step notifies its ancestors at once (``graph.flush``) instead of at
+    # the end of the tick's batch: a batch whose changed nodes include an ancestor of
+    # another changed node, through an unchanged one, is not notified correctly by the
+    # graph yet (KeyError in ContextGraph._upward_order).
+
+    def _link(self, parent: Node, child: Node, index: int) -> None:
+        self.session.link(parent, child, index=index)
+        self.session.graph.flush()
+
+    def _remove(self, node: Node) -> None:
+        self.session.remove(node)
+        self.session.graph.flush()
+
+    def _mark(self, node: Node, description: str) -> None:
+        node.mark_changed(description)
+        self.session.graph.flush()
