@@ -99,3 +99,33 @@ class TestKilledSave:
             proc.wait(timeout=30)
         assert mid_loop >= self.TRIALS // 2
         assert integrity(path) == "ok"
+
+
+class TestLoadWhileSaving:
+    def test_a_load_during_another_process_save_sees_one_whole_session(
+        self, tmp_path: Path
+    ) -> None:
+        root = tmp_path / "tree"
+        root.mkdir()
+        write_crash_root(root)
+        path = tmp_path / "session.db"
+        proc = subprocess.Popen(
+            [sys.executable, str(WORKER), "crash", str(path), str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write("go 0\n")
+            proc.stdin.flush()
+            _, pid = read_line(proc.stdout).split()
+            read_line(proc.stdout)  # the first save returned
+            seen = [check_whole(path, root)[1] for _ in range(20)]
+            os.kill(int(pid), signal.SIGKILL)
+            while read_line(proc.stdout) != "done 0":
+                pass
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=30)
+        assert seen == sorted(seen) and seen[-1] > seen[0]  # saves went on meanwhile
