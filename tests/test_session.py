@@ -138,6 +138,17 @@ class TestDsl:
             assert v.parents == [g1, g2]
             assert dsl.tick().turn == 1 and s.turn == 1
 
+    def test_free_functions_cover_the_node_catalogue(self, project: Path) -> None:
+        with Session(project, budget=4000) as s:
+            talk = dsl.topic("planning")
+            dsl.message("user", "what does login do?", topic=talk)
+            doc = dsl.markdown("README.md")
+            art = dsl.artifact("print('hi')", kind="code", language="python")
+            job = s.wait(dsl.shell("echo", ["from the dsl"]), timeout=30)
+            text = dsl.tick().projection.text
+            assert "what does login do?" in text and "from the dsl" in text
+            assert {talk.id, doc.id, art.id, job.id} <= {n.id for n in s.nodes()}
+
     def test_free_functions_without_a_session_raise(self) -> None:
         with pytest.raises(DagctxError, match="no current session"):
             dsl.text("x.py")
