@@ -15,7 +15,8 @@ this module owns the layout, the schema version and the atomicity:
 - A write serializes everything first, then runs one ``BEGIN IMMEDIATE`` transaction
   (WAL journal, ``synchronous=FULL``) that replaces every session row: after a kill at
   any instant the file holds the previous session or the new one, whole. A write that
-  raises leaves the file as it was.
+  raises leaves the file as it was; a write never touches a SQLite file of another
+  application or of another session schema.
 - A read is one read transaction (a consistent snapshot while another process writes)
   after the schema version and ``PRAGMA quick_check``; it never writes.
 """
@@ -105,8 +106,8 @@ def _open(path: Path, action: str, *, create: bool) -> Iterator[sqlite3.Connecti
 
 
 def _schema_of(conn: sqlite3.Connection) -> str | None:
-    tables = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'dagctx_meta'").fetchall()
-    if not tables:
+    """The file's session schema; None for a dagctx file without a session (or no file)."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'dagctx_meta'").fetchall():
         return None
     row = conn.execute("SELECT value FROM dagctx_meta WHERE key = 'session_schema'").fetchone()
     return None if row is None else str(row[0])
@@ -128,13 +129,12 @@ def write_session_file(path: Path, data: SessionData) -> None:
     """
     rows = _encode(data)
     with _open(path, "write", create=True) as conn:
+        _check_target(conn, path)  # before the journal set-up, which writes to the file
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")  # a returned save survives any later crash
         conn.execute("BEGIN IMMEDIATE")
         try:
-            found = _schema_of(conn)
-            if found is not None and found != str(SESSION_SCHEMA):
-                raise _schema_mismatch(path, found)
+            _check_target(conn, path)  # again under the write lock
             for statement in _TABLES.split(";")[:-1]:
                 conn.execute(statement)
             conn.execute(
@@ -152,6 +152,19 @@ def write_session_file(path: Path, data: SessionData) -> None:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+
+def _check_target(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a SQLite file of another application or of another session schema."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    if tables and "dagctx_meta" not in tables:
+        raise CheckpointError(
+            f"{str(path)!r} is a SQLite database of something else; save the session to"
+            " another path"
+        )
+    found = _schema_of(conn)
+    if found is not None and found != str(SESSION_SCHEMA):
+        raise _schema_mismatch(path, found)
 
 
 def _encode(data: SessionData) -> dict[str, list[tuple[Any, ...]]]:

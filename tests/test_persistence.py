@@ -386,6 +386,16 @@ class TestFailedSave:
             original.save(path)
         assert path.read_text() == "do not overwrite me\n" * 300
 
+    def test_a_sqlite_file_of_something_else_is_left_alone(
+        self, original: Session, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "app.db"
+        tamper(path, "CREATE TABLE users (name TEXT)", "INSERT INTO users VALUES ('ada')")
+        before = path.read_bytes()
+        with pytest.raises(CheckpointError, match="something else"):
+            original.save(path)
+        assert path.read_bytes() == before
+
     def test_the_session_file_can_share_a_file_with_a_checkpoint_store(
         self, original: Session, tmp_path: Path
     ) -> None:
