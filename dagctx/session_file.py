@@ -18,7 +18,7 @@ this module owns the layout, the schema version and the atomicity:
   raises leaves the file as it was; a write never touches a SQLite file of another
   application or of another session schema.
 - A read is one read transaction (a consistent snapshot while another process writes)
-  after the schema version and ``PRAGMA quick_check``; it never writes.
+  after the schema version and ``PRAGMA quick_check``; it never changes the saved data.
 """
 
 from __future__ import annotations
