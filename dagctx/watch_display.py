@@ -7,6 +7,10 @@ reader never sees a half-written file. On a terminal the first scan of a large t
 a progress bar and the status is a rich ``Live`` panel; otherwise each tick is one plain
 log line. Ctrl-C (or SIGTERM) stops cleanly with exit status 0 and no temporary files.
 
+The session is saved to ``PATH/.dagctx/session.db`` (every few seconds and at exit), and a
+later ``dagctx watch`` on the same tree resumes it: node ids and states, checkpoints and
+the turn count carry over, and the tree is re-surveyed for what changed meanwhile.
+
 File tracking lives in :mod:`dagctx.watch`; this module only renders and writes.
 """
 
@@ -17,6 +21,7 @@ import asyncio
 import json
 import os
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -32,7 +37,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
-from dagctx.errors import PathError
+from dagctx.errors import CheckpointError, PathError
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
 from dagctx.watch_tree import TreeTracker
@@ -43,6 +48,8 @@ if TYPE_CHECKING:
 STATE_DIR = ".dagctx"
 #: A scan still running after this many seconds gets a progress bar (a "large tree").
 LARGE_SCAN_SECONDS = 0.3
+#: Seconds between two saves of the session while watching (it is also saved at exit).
+SAVE_INTERVAL = 5.0
 _SHOWN_CHANGES = 5
 
 
@@ -259,8 +266,70 @@ class LiveView:
         self._live.stop()
 
 
+class SessionSaver:
+    """Saves the session to ``PATH/.dagctx/session.db``: at most every
+    :data:`SAVE_INTERVAL` seconds while watching (a save costs a full write) and at exit.
+    A failed save is reported once and does not stop the watch."""
+
+    def __init__(self, session: Session, notice: Callable[[str], None]) -> None:
+        self.session = session
+        self.notice = notice
+        self._last = time.monotonic()
+        self._reported = False
+
+    def save_if_due(self) -> None:
+        if time.monotonic() - self._last >= SAVE_INTERVAL:
+            self.save()
+
+    def save(self) -> None:
+        try:
+            self.session.save()
+        except CheckpointError as exc:
+            if not self._reported:
+                self.notice(f"dagctx watch: the session is not saved: {exc}")
+                self._reported = True
+        self._last = time.monotonic()
+
+
+def open_session(path: str, budget: int, encoding: str, notice: Callable[[str], None]) -> Session:
+    """Resume the session saved in ``path``'s ``.dagctx/session.db`` (node states,
+    checkpoints, turn count) with ``budget``, or start a new one. A saved file that does
+    not load is moved aside to ``session.db.unreadable``; one that counted tokens with
+    another encoding is replaced by the next save; ``notice`` says which.
+
+    Raises:
+        BudgetError, EncodingError, PathError: for a new session.
+    """
+    from dagctx.persistence import SESSION_FILE
+    from dagctx.session import Session
+
+    saved = Path(path).expanduser() / SESSION_FILE
+    if saved.is_file():
+        try:
+            session = Session.load(saved, root=path)
+        except CheckpointError as exc:
+            aside = saved.with_name(saved.name + ".unreadable")
+            os.replace(saved, aside)  # a save would not overwrite it; keep it to inspect
+            notice(f"dagctx watch: not resuming from {saved}: {exc}; moved it to {aside}")
+        else:
+            if session.encoding == encoding:
+                session.set_budget(budget)
+                notice(f"dagctx watch: resuming after turn {session.turn} from {saved}")
+                return session
+            session.close()
+            notice(
+                f"dagctx watch: not resuming from {saved}: it counts tokens with"
+                f" {session.encoding!r}, not {encoding!r}; starting over"
+            )
+    return Session(path, budget=budget, encoding=encoding)
+
+
 async def _watch(
-    session: Session, outputs: Outputs, view: StatusView, progress: ScanProgress
+    session: Session,
+    outputs: Outputs,
+    view: StatusView,
+    progress: ScanProgress,
+    saver: SessionSaver,
 ) -> None:
     task = asyncio.current_task()
     if task is not None:
@@ -271,16 +340,20 @@ async def _watch(
         async for result in results:
             progress.close()
             view.update(result, outputs.write(session, result))
+            saver.save_if_due()
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
     """``dagctx watch``: see the module docstring. Returns the exit status."""
-    from dagctx.session import Session
-
     console = Console()
     progress = ScanProgress(console)
-    with Session(args.path, budget=args.budget, encoding=args.encoding) as session:
+
+    def notice(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    with open_session(args.path, args.budget, args.encoding, notice) as session:
         outputs = Outputs.for_session(session, args.out)
+        saver = SessionSaver(session, notice)
         try:
             if args.once:
                 TreeTracker(session, ".", ignore=outputs.paths).load(progress)
@@ -296,11 +369,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
             else:
                 view = LogView(session, outputs, lambda line: print(line, flush=True))
             try:
-                asyncio.run(_watch(session, outputs, view, progress))
+                asyncio.run(_watch(session, outputs, view, progress, saver))
             finally:
                 view.close()
         except (KeyboardInterrupt, asyncio.CancelledError):
             pass
         finally:
             progress.close()
+            saver.save()
     return 0

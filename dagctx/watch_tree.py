@@ -48,6 +48,10 @@ if TYPE_CHECKING:
 
     FileChange = tuple[Change, str]
 
+#: What a TextNode shows, and the trace it records, for a file that is gone.
+DELETED_PLACEHOLDER = "[file deleted]"
+_DELETED = "file deleted"
+
 
 def _parent(rel: str) -> str:
     return rel.rpartition("/")[0]
@@ -139,12 +143,17 @@ class TreeTracker:
         (a loaded session, an earlier scan) and queue a re-survey for the next tick, or
         scan it now. ``progress`` gets the number of files scanned so far.
 
+        Files an earlier tick already showed deleted are removed at the next tick (a
+        session saved by ``dagctx watch --once`` resumes between those two ticks).
         Returns whether the tree was scanned (False: adopted and queued for re-survey).
         """
         title = (self.top or self.directory.name) + "/"
         for node in self.session.graph.roots():
             if isinstance(node, GroupNode) and node.title == title:
                 self._adopt(node)
+                last = {t.node_id: t.description for t in self.session.graph.traces}
+                self._gone = {r for r, n in self.files.items() if last.get(n.id) == _DELETED}
+                self.session.queue_result(self.reap)
                 self.session.queue_result(lambda: self.apply_survey(self.top))
                 return False
         self._adopt(scan_tree(self.session, self.directory, progress=progress))
@@ -350,6 +359,10 @@ class TreeTracker:
         for rel in plan.touched | plan.deleted:
             with suppress(PathError):  # a path that now resolves outside the root
                 session.file_changed(rel)
+        for rel in sorted(plan.deleted - self._gone):
+            node = self.files.get(rel)  # None: removed by a reap earlier in this tick
+            if node is not None and node.placeholder == DELETED_PLACEHOLDER:
+                self._mark(node, _DELETED)  # it went while nobody watched: say so now
         self._gone |= plan.deleted
         self._gone_dirs |= plan.gone_dirs
         self._drop_empty_gone_dirs()

@@ -34,6 +34,7 @@ from dagctx.watch_display import LiveView, Outputs
 
 pytestmark = pytest.mark.anyio
 WAIT = 10.0
+OUTPUTS = ["projection.json", "projection.md", "session.db"]  # nothing else, no temp files
 STARTUP = 60.0  # a busy machine may take long to start a Python process
 SETTLE = 0.4  # longer than a batch's quiet time (50 ms): earlier events are flushed
 
@@ -358,7 +359,7 @@ class TestCommand:
         assert account["turn"] == 1 and account["budget"] == 2000
         assert {s["node_id"] for s in account["sections"]} >= {"text_1", "group_1"}
         assert account["explain"].splitlines()[0].split()[:2] == ["node", "label"]
-        assert sorted(p.name for p in state.iterdir()) == ["projection.json", "projection.md"]
+        assert sorted(p.name for p in state.iterdir()) == OUTPUTS
         assert "projection.md" in capsys.readouterr().out
 
     def test_once_replaces_the_file_instead_of_rewriting_it(self, tree: Path) -> None:
@@ -424,8 +425,49 @@ class TestCommand:
                 process.kill()
         errors.seek(0)
         assert "Traceback" not in errors.read()
-        leftovers = sorted(p.name for p in (tree / ".dagctx").iterdir())
-        assert leftovers == ["projection.json", "projection.md"]
+        assert sorted(p.name for p in (tree / ".dagctx").iterdir()) == OUTPUTS
+
+
+class TestResume:
+    def test_a_second_run_resumes_ids_and_turns_and_sees_what_changed_meanwhile(
+        self, tree: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        args = ["watch", str(tree), "--budget", "2000", "--once"]
+        assert main(args) == 0
+        with Session.load(root=tree) as saved:
+            ids = {p: saved.text_nodes(p)[0].id for p in ("src/auth.py", "src/db.py")}
+        (tree / "src" / "db.py").unlink()
+        (tree / "src" / "auth.py").write_text("def login(user):\n    return 5\n")
+        (tree / "src" / "new.py").write_text("NEW = 1\n")
+        assert main([*args[:2], "--budget", "3000", "--once"]) == 0
+        assert "resuming after turn 1" in capsys.readouterr().err
+        account = json.loads((tree / ".dagctx" / "projection.json").read_text())
+        assert account["turn"] == 2 and account["budget"] == 3000
+        assert "return 5" in account["text"]  # read again on resume
+        assert f"### src/db.py (#{ids['src/db.py']})\n[file deleted]" in account["text"]
+        with Session.load(root=tree) as resumed:
+            assert resumed.turn == 2
+            assert resumed.text_nodes("src/auth.py")[0].id == ids["src/auth.py"]
+            (new,) = resumed.text_nodes("src/new.py")
+        changes = {(c["node_id"], c["description"]) for c in account["changes"]}
+        assert {(new.id, "file created"), (ids["src/db.py"], "file deleted")} <= changes
+        assert main(args) == 0  # the next tick removes what the last one showed deleted
+        with Session.load(root=tree) as third:
+            assert third.turn == 3 and not third.text_nodes("src/db.py")
+            assert third.text_nodes("src/auth.py")[0].id == ids["src/auth.py"]
+
+    def test_a_session_file_that_does_not_load_is_set_aside(
+        self, tree: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        (tree / ".dagctx").mkdir()
+        (tree / ".dagctx" / "session.db").write_bytes(b"not a database")
+        assert main(["watch", str(tree), "--budget", "2000", "--once"]) == 0
+        assert "not resuming from" in capsys.readouterr().err
+        assert json.loads((tree / ".dagctx" / "projection.json").read_text())["turn"] == 1
+        aside = tree / ".dagctx" / "session.db.unreadable"
+        assert aside.read_bytes() == b"not a database"  # kept for inspection, not lost
+        with Session.load(root=tree) as saved:  # a new, good save
+            assert saved.turn == 1
 
 
 class TestLiveView:
