@@ -317,7 +317,9 @@ class ContextGraph:
         Costs O(edges among the ancestors), whatever the fan-out of the nodes involved.
         """
         pred = self._dag.pred
-        seen = set(origins)
+        # An origin that is an ancestor of another origin is notified too (it is reached
+        # as a parent below); only origins that are no one's ancestor stay out.
+        seen: set[str] = set()
         found: list[str] = []
         frontier = list(origins)
         while frontier:
@@ -330,7 +332,7 @@ class ContextGraph:
                         upper.append(parent)
             frontier = upper
         # Kahn's algorithm over the ancestors: a node is ready once every affected child of
-        # it has been processed (origins count as processed from the start).
+        # it has been processed (origins that are no one's ancestor count as processed).
         pending = dict.fromkeys(found, 0)
         for nid in found:
             for parent in pred[nid]:
