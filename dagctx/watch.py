@@ -112,8 +112,12 @@ class WatchVerbs:
 
         Raises:
             PathError: ``path`` is outside the root or not a directory.
-            DagctxError: the OS refused to watch the tree.
+            DagctxError: ``debounce_ms`` or ``step_ms`` is not a positive int; the OS
+                refused to watch the tree.
         """
+        for name, value in (("debounce_ms", debounce_ms), ("step_ms", step_ms)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise DagctxError(f"{name} must be a positive int of milliseconds, got {value!r}")
         session = cast("Session", self)
         tracker = TreeTracker(session, path, ignore=ignore)
         batches: asyncio.Queue[set[FileChange] | BaseException | None] = asyncio.Queue()

@@ -212,10 +212,8 @@ class LogView:
         if len(changes) > _SHOWN_CHANGES:
             changed += f"; … {len(changes) - _SHOWN_CHANGES} more"
         latency = f"tick {result.duration * 1000:.1f} ms, write {write_seconds * 1000:.1f} ms"
-        count = _count(len(changes), "change")
-        self.print(
-            f"turn {result.turn}: {count} ({changed or 'none'}) | {budget} | {sections} | {latency}"
-        )
+        count = f"{_count(len(changes), 'change')} ({changed})" if changes else "no changes"
+        self.print(f"turn {result.turn}: {count} | {budget} | {sections} | {latency}")
 
     def close(self) -> None:
         self.print("dagctx watch: stopped")

@@ -81,7 +81,7 @@ def _shared_tail(a: str, b: str) -> int:
 
 
 @dataclass(slots=True)
-class _ChangeSet:
+class ChangeSet:
     """What one batch of events does to the tracked tree (decided from the disk)."""
 
     touched: set[str] = field(default_factory=set)  # paths whose text nodes re-read
@@ -243,11 +243,11 @@ class TreeTracker:
 
     # -- turning events into a change set ---------------------------------------------
 
-    def plan(self, changes: Iterable[FileChange]) -> _ChangeSet:
+    def plan(self, changes: Iterable[FileChange]) -> ChangeSet:
         """Decide, from the disk as it is now, what a batch of events changes (reads
         files, changes no node: :meth:`apply` does that, inside the next tick)."""
         rels = {r for _, p in changes if (r := self._relative(p)) is not None}
-        plan = _ChangeSet()
+        plan = ChangeSet()
         surveys: set[str] = set()
         for rel in rels:
             name = _name(rel)
@@ -264,7 +264,7 @@ class TreeTracker:
         self._pair_renames(plan)
         return plan
 
-    def _classify(self, rel: str, plan: _ChangeSet, surveys: set[str]) -> None:
+    def _classify(self, rel: str, plan: ChangeSet, surveys: set[str]) -> None:
         absolute = self.session.root / rel
         if self.session.text_nodes(rel):
             plan.touched.add(rel)
@@ -283,14 +283,14 @@ class TreeTracker:
         elif stat.S_ISREG(mode) and rel not in self.files and self._wants_file(rel):
             self._add_candidate(rel, plan)
 
-    def _add_candidate(self, rel: str, plan: _ChangeSet) -> None:
+    def _add_candidate(self, rel: str, plan: ChangeSet) -> None:
         if rel in plan.created or rel in self.files:
             return
         if not is_binary(self.session.root / rel):
             node = TextNode(rel, root=self.session.root, frequency=TickFrequency.never())
             plan.created[rel] = node
 
-    def _survey(self, rel_dir: str, plan: _ChangeSet) -> None:
+    def _survey(self, rel_dir: str, plan: ChangeSet) -> None:
         """Compare a directory on disk with its tracked nodes (everything below it)."""
         files: set[str] = set()
         dirs: set[str] = set()
@@ -314,7 +314,7 @@ class TreeTracker:
                 on_disk = (self.session.root / rel).is_dir()
                 (plan.dropped_dirs if on_disk else plan.gone_dirs).add(rel)
 
-    def _pair_renames(self, plan: _ChangeSet) -> None:
+    def _pair_renames(self, plan: ChangeSet) -> None:
         """A deleted file and a created one with identical content are a rename; with
         several candidates, the one sharing the longest path tail wins."""
         if not plan.deleted or not plan.created:
@@ -338,12 +338,12 @@ class TreeTracker:
 
     def apply_survey(self, rel_dir: str) -> None:
         """Re-survey a directory against the disk. Call it inside a tick (queue it)."""
-        plan = _ChangeSet()
+        plan = ChangeSet()
         self._survey(rel_dir, plan)
         self._pair_renames(plan)
         self.apply(plan)
 
-    def apply(self, plan: _ChangeSet) -> None:
+    def apply(self, plan: ChangeSet) -> None:
         """Change the session's nodes as ``plan`` says (see the module docstring)."""
         session = self.session
         for rel in sorted(plan.new_dirs):

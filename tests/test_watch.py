@@ -26,6 +26,7 @@ import pytest
 from rich.console import Console
 
 from dagctx.cli import main
+from dagctx.errors import DagctxError
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
 from dagctx.session import Session, TickResult
@@ -117,6 +118,14 @@ class TestLibraryApi:
             assert len(session.nodes()) == before + 1  # no second copy of the tree
             (late,) = session.text_nodes("src/late.py")
             assert (late.id, "file created") in described(first)
+
+    @pytest.mark.parametrize("options", [{"step_ms": 0}, {"debounce_ms": "50"}])
+    async def test_bad_timing_options_are_refused(
+        self, tree: Path, options: dict[str, object]
+    ) -> None:
+        (value,) = options.values()
+        with Session(tree) as session, pytest.raises(DagctxError, match=repr(value)):
+            await anext(session.watch(**options))  # type: ignore[arg-type]
 
 
 class TestFileEvents:
