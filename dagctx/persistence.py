@@ -83,8 +83,8 @@ class ContextVerbs:
 
         Raises:
             CheckpointError: a node or context value cannot be stored as JSON, or ``path``
-                cannot be written, is not a SQLite file, or holds another session schema;
-                the file is left as it was.
+                cannot be written, is not SQLite, is the database of another application
+                or holds another session schema; the file is left as it was.
         """
         session = cast("Session", self)  # a mixin of Session
         target = session.root / SESSION_FILE if path is None else Path(path)
