@@ -190,14 +190,28 @@ class TestOpenFile:
         assert message in call(tools["open_file"], **kwargs)
         assert session.nodes() == []
 
-    def test_a_range_past_what_a_text_node_reads_is_refused(
+    def test_a_range_deep_in_a_huge_file_opens(
         self, project: Path, session: Session, tools: dict[str, SessionTool]
     ) -> None:
-        (project / "huge.txt").write_text("x" * 99 + "\n" * 1 + ("y" * 99 + "\n") * 11_000)
-        reply = call(tools["open_file"], path="huge.txt", start_line=10_500)
+        lines = "".join(f"line {n:07d} " + "y" * 86 + "\n" for n in range(1, 20_001))
+        (project / "huge.txt").write_text(lines)  # 2 MB, past a text node's 1 MB read cap
+        reply = call(tools["open_file"], path="huge.txt", start_line=15_000, end_line=15_002)
+        assert reply.startswith("Opened huge.txt:15000-15002 as text_1: 3 lines")
+        node = session.get("text_1")
+        assert [line[:12] for line in node.lines] == [
+            "line 0015000",
+            "line 0015001",
+            "line 0015002",
+        ]
+
+    def test_a_line_longer_than_the_read_cap_is_refused(
+        self, project: Path, session: Session, tools: dict[str, SessionTool]
+    ) -> None:
+        (project / "wide.txt").write_text("short\n" + "z" * 1_200_000 + "\n")
+        reply = call(tools["open_file"], path="wide.txt", start_line=2)
         assert reply == (
-            "Nothing was opened: line 10500 lies past the first 1,000,000 bytes of huge.txt,"
-            " which is as far as a text node reads."
+            "Nothing was opened: line 2 of wide.txt is longer than 1,000,000 bytes,"
+            " the most a text node reads."
         )
         assert session.nodes() == []
 

@@ -190,10 +190,10 @@ def open_file(
         return f"{existing.label()} is already open as {existing.id} ({existing.state.name})."
     node = TextNode(relative, root=session.root, start_line=first, end_line=end_line)
     if node.placeholder is None and not node.lines and first is not None:
-        if node.notice is not None:  # a text node reads only the first max_bytes
+        if node.notice is not None:  # the range's first line alone exceeds max_bytes
             return (
-                f"Nothing was opened: line {first} lies past the first {node.max_bytes:,}"
-                f" bytes of {relative}, which is as far as a text node reads."
+                f"Nothing was opened: line {first} of {relative} is longer than"
+                f" {node.max_bytes:,} bytes, the most a text node reads."
             )
         return f"{relative} has fewer than {first} lines; nothing was opened."
     session.add(node)
