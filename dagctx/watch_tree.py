@@ -353,16 +353,16 @@ class TreeTracker:
         for rel in sorted(plan.created):
             self._add_file(plan.created[rel])
         for rel in sorted(plan.dropped):
-            self._remove(self.files.pop(rel))
+            self.session.remove(self.files.pop(rel))
         for rel in sorted(plan.dropped_dirs, reverse=True):
-            self._remove(self.dirs.pop(rel))
+            self.session.remove(self.dirs.pop(rel))
         for rel in plan.touched | plan.deleted:
             with suppress(PathError):  # a path that now resolves outside the root
                 session.file_changed(rel)
         for rel in sorted(plan.deleted - self._gone):
             node = self.files.get(rel)  # None: removed by a reap earlier in this tick
             if node is not None and node.placeholder == DELETED_PLACEHOLDER:
-                self._mark(node, _DELETED)  # it went while nobody watched: say so now
+                node.mark_changed(_DELETED)  # it went while nobody watched: say so now
         self._gone |= plan.deleted
         self._gone_dirs |= plan.gone_dirs
         self._drop_empty_gone_dirs()
@@ -379,7 +379,7 @@ class TreeTracker:
             if node is not None and not (self.session.root / rel).is_file():
                 del self.files[rel]
                 if node.graph is self.session.graph:
-                    self._remove(node)
+                    self.session.remove(node)
         self._gone.clear()
         self._drop_empty_gone_dirs()
 
@@ -391,7 +391,7 @@ class TreeTracker:
             elif not group.children:
                 self._gone_dirs.discard(rel)
                 del self.dirs[rel]
-                self._remove(group)
+                self.session.remove(group)
 
     def _ensure_dir(self, rel: str) -> GroupNode:
         group = self.dirs.get(rel)
@@ -399,7 +399,7 @@ class TreeTracker:
             parent = self._ensure_dir(_parent(rel))
             group = GroupNode(rel + "/", state=NodeState.DETAILS)
             self.session.add(group)
-            self._link(parent, group, self._position(parent, _name(rel), True))
+            self.session.link(parent, group, index=self._position(parent, _name(rel), True))
             self.dirs[rel] = group
             self._gone_dirs.discard(rel)
         return group
@@ -419,9 +419,9 @@ class TreeTracker:
     def _add_file(self, node: TextNode) -> None:
         group = self._ensure_dir(_parent(node.path))
         self.session.add(node)
-        self._link(group, node, self._position(group, _name(node.path), False))
+        self.session.link(group, node, index=self._position(group, _name(node.path), False))
         self.files[node.path] = node
-        self._mark(node, "file created")
+        node.mark_changed("file created")
 
     def _move(self, old: str, new: str) -> None:
         """Give every plain text node of ``old`` the path ``new``, keeping ids and
@@ -441,29 +441,12 @@ class TreeTracker:
                 for p in node.parents
                 if not (node is tracked and p is old_group)
             ]
-            self._remove(node)
+            self.session.remove(node)
             node.path = new
             node.media_type = mimetypes.guess_type(new)[0] or "text/plain"
             self.session.add(node)
             for parent, index in links:
-                self._link(parent, node, index)
-            self._mark(node, f"renamed from {old}")
-        self._link(new_group, tracked, self._position(new_group, _name(new), False))
+                self.session.link(parent, node, index=index)
+            node.mark_changed(f"renamed from {old}")
+        self.session.link(new_group, tracked, index=self._position(new_group, _name(new), False))
         self.files[new] = tracked
-
-    # Each structural step notifies its ancestors at once (``graph.flush``) instead of at
-    # the end of the tick's batch: a batch whose changed nodes include an ancestor of
-    # another changed node, through an unchanged one, is not notified correctly by the
-    # graph yet (KeyError in ContextGraph._upward_order).
-
-    def _link(self, parent: Node, child: Node, index: int) -> None:
-        self.session.link(parent, child, index=index)
-        self.session.graph.flush()
-
-    def _remove(self, node: Node) -> None:
-        self.session.remove(node)
-        self.session.graph.flush()
-
-    def _mark(self, node: Node, description: str) -> None:
-        node.mark_changed(description)
-        self.session.graph.flush()
