@@ -253,8 +253,11 @@ class TestFileEvents:
 
 
 class TestCoalescing:
+    # These use a 200 ms quiet time (default 30 ms) so that a busy machine pausing the
+    # test between two writes does not split what the test means as one burst.
+
     async def test_a_save_that_writes_three_times_is_one_change(self, tree: Path) -> None:
-        async with watching(tree) as w:
+        async with watching(tree, step_ms=200) as w:
             node = w.node("src/auth.py")
             target = tree / "src" / "auth.py"
             for text in ("", "def login(user):\n", "def login(user):\n    return 3\n"):
@@ -272,9 +275,8 @@ class TestCoalescing:
             await w.until(lambda: bool(w.session.text_nodes("CHANGES.md")))
             assert "- new" in w.session.project().text
 
-    @pytest.mark.slow
     async def test_a_200_file_burst_is_at_most_two_ticks(self, tree: Path) -> None:
-        async with watching(tree) as w:
+        async with watching(tree, step_ms=200) as w:
             for i in range(200):
                 folder = tree / "gen" / f"d{i // 20}"
                 folder.mkdir(parents=True, exist_ok=True)
@@ -286,18 +288,24 @@ class TestCoalescing:
 
 
 class TestIgnoreRules:
-    async def test_ignored_paths_make_no_tick_and_no_nodes(self, tree: Path) -> None:
+    async def test_ignored_paths_make_no_tick_and_no_nodes(
+        self, tree: Path, tmp_path: Path
+    ) -> None:
         (tree / ".gitignore").write_text("*.log\nbuild/\n")
+        # Made outside and moved in whole: a virtualenv or binary file caught half-made
+        # (no pyvenv.cfg yet, no bytes yet) is rightly taken in; that is not tested here.
+        venv = tmp_path / "venv"
+        venv.mkdir()
+        (venv / "pyvenv.cfg").write_text("home = /usr\n")
+        (venv / "lib.py").write_text("ignored\n")
+        (tmp_path / "bin.dat").write_bytes(b"\x00\x01binary")
         async with watching(tree) as w:
             turn = w.first.turn
             for rel in (".git/objects/ab", ".dagctx/session.db", "build/out.txt", "x.log"):
                 (tree / rel).parent.mkdir(parents=True, exist_ok=True)
                 (tree / rel).write_text("ignored\n")
-            venv = tree / ".venv"
-            venv.mkdir()
-            (venv / "pyvenv.cfg").write_text("home = /usr\n")
-            (venv / "lib.py").write_text("ignored\n")
-            (tree / "bin.dat").write_bytes(b"\x00\x01binary")
+            venv.rename(tree / ".venv")
+            (tmp_path / "bin.dat").rename(tree / "bin.dat")
             await asyncio.sleep(SETTLE)
             (tree / "src" / "seen.py").write_text("SEEN = 1\n")
             result = await w.next()
@@ -407,7 +415,6 @@ class TestCommand:
             main(["watch", str(tree), "--budget", "0"])
         assert exit_info.value.code == 2
 
-    @pytest.mark.slow
     def test_ctrl_c_exits_0_and_leaves_no_temp_files(self, tree: Path, tmp_path: Path) -> None:
         errors = (tmp_path / "stderr.txt").open("w+")
         process = subprocess.Popen(
