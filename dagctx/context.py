@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from dagctx.checkpoint import BaseCheckpointStore, Checkpoint, CheckpointStore
-from dagctx.errors import CheckpointError, ContextError
+from dagctx.errors import CheckpointError, ContextError, ContextKeyError
 
 _MISSING: Any = object()
 
@@ -137,13 +137,6 @@ def _describe(error: Any) -> str:
     if where:
         return f"{where}={error['input']!r}: {message}"
     return message
-
-
-class ContextKeyError(ContextError, KeyError):
-    """A key is not visible in a :class:`ContextState` (or not local, for a removal)."""
-
-    def __str__(self) -> str:  # KeyError would quote the whole message
-        return str(self.args[0]) if self.args else ""
 
 
 def _check_key(key: object) -> str:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from dagctx.errors import DagctxError
+from dagctx.errors import CoordinationError
 
 MODES = ("read", "write")
 DEFAULT_STALE_AFTER = 60.0
@@ -61,10 +61,6 @@ _COLUMNS = "claim_id, agent_id, agent_name, pid, intent, mode, files, created_at
 def agent_label(name: str | None, agent_id: str) -> str:
     """How an agent is shown: ``name (id)``, or the id alone."""
     return f"{name} ({agent_id})" if name else agent_id
-
-
-class CoordinationError(DagctxError):
-    """The coordination store cannot be opened or written, or a claim is malformed."""
 
 
 @dataclass(frozen=True, slots=True)

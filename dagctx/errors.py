@@ -51,15 +51,77 @@ class ToolError(DagctxError):
     """A tool was used wrongly by the program (not by the model)."""
 
 
+class ContextKeyError(ContextError, KeyError):
+    """A key is not visible in a ContextState (or not local, for a removal)."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0]) if self.args else ""
+
+
+class StateError(ContextError, ValueError):
+    """An agent-state helper was given a state or argument it cannot use."""
+
+
+class CapabilityError(ContextError, ValueError):
+    """A capability-context operation was refused: a missing context, a violated step
+    constraint, malformed stored data or a bad argument."""
+
+
+class CapabilityTypeError(ContextError, TypeError):
+    """A capability context class, or a value stored as one, breaks the contract."""
+
+
+class ShellError(DagctxError):
+    """A shell command was asked for with bad arguments (the message names the value)."""
+
+
+class LockError(DagctxError):
+    """A lock was asked for with bad arguments (the message names the value)."""
+
+
+class CoordinationError(DagctxError):
+    """The coordination store cannot be opened or written, or a claim is malformed."""
+
+
+class KnowledgeError(DagctxError, ValueError):
+    """A workspace or knowledge-store operation was refused (bad name, version, setting)."""
+
+
+class ArtifactNotFoundError(KnowledgeError, KeyError):
+    """A name matches no artifact of the workspace."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0]) if self.args else ""
+
+
+class MCPClientError(DagctxError):
+    """An MCP server could not be started, reached, or asked (the message says which and
+    why; ``stderr_tail`` holds the last lines the server wrote to stderr, if any)."""
+
+    def __init__(self, message: str, stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.stderr_tail = stderr_tail
+
+
 __all__ = [
+    "ArtifactNotFoundError",
     "BudgetError",
+    "CapabilityError",
+    "CapabilityTypeError",
     "CheckpointError",
     "ContextError",
+    "ContextKeyError",
+    "CoordinationError",
     "CycleError",
     "DagctxError",
     "EncodingError",
     "GraphError",
+    "KnowledgeError",
+    "LockError",
+    "MCPClientError",
     "NodeNotFoundError",
     "PathError",
+    "ShellError",
+    "StateError",
     "ToolError",
 ]

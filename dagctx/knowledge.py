@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from dagctx.errors import DagctxError
+from dagctx.errors import ArtifactNotFoundError, KnowledgeError
 
 __all__ = [
     "Artifact",
@@ -46,20 +46,6 @@ __all__ = [
 ]
 
 _MAX_NAME_LENGTH = 256
-
-
-class KnowledgeError(DagctxError, ValueError):
-    """A workspace or knowledge-store operation was refused (bad name, version, setting)."""
-
-
-class ArtifactNotFoundError(KnowledgeError, KeyError):
-    """A name matches no artifact of the workspace."""
-
-    def __str__(self) -> str:  # KeyError would quote the whole message
-        return str(self.args[0]) if self.args else ""
-
-
-# --------------------------------------------------------------------------- chunking
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from dagctx.capability import (
     ContextManager,
     ContextRegistry,
 )
-from dagctx.errors import ContextError
+from dagctx.errors import StateError
 
 #: Tombstone: as an entry value (``{type: {key: DELETE}}``) it deletes that entry, as a
 #: type value (``{type: DELETE}``) every entry of the type, as a ``session_state`` value
@@ -45,10 +45,6 @@ DELETE: Final = "__dagctx_delete__"
 #: A partial state returned by a node or helper, merged into the state by the caller
 #: (LangGraph applies each field's reducer).
 StateUpdate = dict[str, Any]
-
-
-class StateError(ContextError, ValueError):
-    """An agent-state helper was given a state or argument it cannot use."""
 
 
 def _is_delete(value: object) -> bool:

@@ -22,20 +22,11 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from dagctx.capability.summary import access_path, summarize
-from dagctx.errors import ContextError
+from dagctx.errors import CapabilityError, CapabilityTypeError
 
 #: Reserved field of a stored entry holding dagctx metadata (the task objective).
 #: Pydantic field names cannot start with an underscore, so it never collides with data.
 META_KEY = "_meta"
-
-
-class CapabilityError(ContextError, ValueError):
-    """A capability-context operation was refused: a missing context, a violated step
-    constraint, malformed stored data or a bad argument."""
-
-
-class CapabilityTypeError(ContextError, TypeError):
-    """A capability context class, or a value stored as one, breaks the contract."""
 
 
 class CapabilityContext(BaseModel, ABC):

@@ -36,7 +36,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from dagctx.errors import DagctxError
+from dagctx.errors import MCPClientError
 from dagctx.mcp import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, SHUTDOWN_TIMEOUT
 from dagctx.nodes.base import Node
 from dagctx.nodes.mcp import ToolSpec
@@ -45,15 +45,6 @@ STDERR_TAIL_BYTES = 4096
 _TOOL_PAGES = 100
 
 logger = logging.getLogger(__name__)
-
-
-class MCPClientError(DagctxError):
-    """An MCP server could not be started, reached, or asked (the message says which and
-    why; ``stderr_tail`` holds the last lines the server wrote to stderr, if any)."""
-
-    def __init__(self, message: str, stderr_tail: str = "") -> None:
-        super().__init__(message)
-        self.stderr_tail = stderr_tail
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Literal
 
 from filelock import FileLock, Timeout
 
-from dagctx.errors import DagctxError
+from dagctx.errors import LockError
 from dagctx.nodes.base import Node, NodeState
 
 LockStatus = Literal["pending", "acquired", "timeout", "released", "error"]
@@ -36,10 +36,6 @@ DEFAULT_TIMEOUT = 30.0
 LOCKS_DIR = Path(".dagctx") / "locks"
 POLL_SECONDS = 0.01
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-class LockError(DagctxError):
-    """A lock was asked for with bad arguments (the message names the value)."""
 
 
 def lock_file_for(root: Path, relative: str) -> Path:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from dagctx.errors import DagctxError
+from dagctx.errors import ShellError
 from dagctx.nodes.base import Node, NodeState
 from dagctx.process import FINAL_STATUSES, CommandResult, CommandSpec, ShellStatus
 
@@ -31,10 +31,6 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_OUTPUT_CAP = 32 * 1024
 SUMMARY_LINES = 5
 _SHELL = "/bin/sh"
-
-
-class ShellError(DagctxError):
-    """A shell command was asked for with bad arguments (the message names the value)."""
 
 
 class ShellNode(Node):
