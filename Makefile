@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/dagctx render . --budget 8000 --explain
+	$(BIN)/dagctx watch . --budget 8000
 
 test: $(STAMP)
 	$(BIN)/ruff check dagctx tests benchmarks
