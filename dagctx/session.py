@@ -28,11 +28,8 @@ from dagctx.background import BackgroundLoop
 from dagctx.context import Context
 from dagctx.errors import BudgetError, DagctxError, PathError
 from dagctx.graph import ContextGraph, NodeRef
-from dagctx.jobs import JobVerbs
-from dagctx.mcp.verbs import MCPVerbs
 from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.group import GroupNode, Summarizer
-from dagctx.nodes.markdown import MarkdownVerbs
 from dagctx.nodes.text import TextNode
 from dagctx.persistence import ContextVerbs
 from dagctx.projection import Projection, SectionCache, build_projection
@@ -40,6 +37,9 @@ from dagctx.tokens import DEFAULT_ENCODING, TokenCounter
 from dagctx.verbs.artifacts import ArtifactVerbs
 from dagctx.verbs.capability import CapabilityVerbs
 from dagctx.verbs.conversation import ConversationVerbs
+from dagctx.verbs.jobs import JobVerbs
+from dagctx.verbs.markdown import MarkdownVerbs
+from dagctx.verbs.mcp import MCPVerbs
 from dagctx.verbs.session_info import SessionInfoVerbs
 from dagctx.verbs.work import WorkVerbs
 from dagctx.watch import WatchVerbs

@@ -26,14 +26,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from markdown_it import MarkdownIt
 
-from dagctx.errors import PathError
-from dagctx.nodes.base import Node, NodeState, TickFrequency
+from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.text import DEFAULT_MAX_BYTES, TextNode
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from dagctx.graph import ContextGraph, NodeRef
+    pass
 
 SUMMARY_LINES = 3
 Key = tuple[tuple[str, int], ...]
@@ -399,45 +396,3 @@ class MarkdownNode(TextNode):
             root=data.get("root", "."),
             max_bytes=data.get("max_bytes", DEFAULT_MAX_BYTES),
         )
-
-
-class MarkdownVerbs:
-    """The ``markdown`` verb of :class:`~dagctx.session.Session` (a mixin)."""
-
-    if TYPE_CHECKING:  # provided by Session
-        root: Path
-        graph: ContextGraph
-
-        def add(self, node: Node, *, parent: NodeRef | None = None) -> Node: ...
-        def resolve_path(self, path: str | os.PathLike[str]) -> tuple[Path, str]: ...
-
-    def markdown(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        state: NodeState | str | None = None,
-        priority: int | None = None,
-        frequency: TickFrequency | None = None,
-        parent: NodeRef | None = None,
-    ) -> MarkdownNode:
-        """Add a :class:`MarkdownNode` for a markdown file under the root, with one child
-        per heading section; return it. The file is re-read at each tick (by default)
-        and when :meth:`file_changed` names it.
-
-        Raises:
-            PathError: the path is outside the root, missing, or not a regular file.
-            NodeNotFoundError: ``parent`` is not in the graph.
-        """
-        absolute, relative = self.resolve_path(path)
-        if not absolute.exists():
-            raise PathError(f"no such file {os.fspath(path)!r} under {str(self.root)!r}")
-        if not absolute.is_file():
-            raise PathError(f"{os.fspath(path)!r} is not a regular file")
-        if parent is not None:
-            self.graph.get(parent)
-        node = MarkdownNode(
-            relative, root=self.root, state=state, priority=priority, frequency=frequency
-        )
-        self.add(node, parent=parent)
-        node.sync_sections()
-        return node

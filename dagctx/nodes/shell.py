@@ -2,7 +2,7 @@
 
 The node holds what was asked (command, arguments, working directory, extra environment,
 timeout, output cap) and what happened (status, exit code or signal, duration, capped
-stdout/stderr). It never runs anything itself: ``Session.shell`` (:mod:`dagctx.jobs`)
+stdout/stderr). It never runs anything itself: ``Session.shell`` (:mod:`dagctx.verbs.jobs`)
 runs the command on the session's background loop through :func:`dagctx.process.run_command`
 and queues :meth:`ShellNode.apply_started` and :meth:`ShellNode.apply_result`, which the
 next tick applies. Status goes pending → running → completed / failed / timeout /

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from dagctx.background import BackgroundLoop
     from dagctx.graph import ContextGraph, NodeRef
     from dagctx.nodes.base import Node
     from dagctx.projection import Projection
@@ -23,6 +24,7 @@ class SessionParts:
     if TYPE_CHECKING:  # provided by Session
         root: Path
         graph: ContextGraph
+        background: BackgroundLoop
         turn: int
         budget: int
         encoding: str
@@ -33,4 +35,6 @@ class SessionParts:
         def get(self, node_id: NodeRef) -> Node: ...
         def resolve_path(self, path: str | os.PathLike[str]) -> tuple[Path, str]: ...
         def on_close(self, callback: Callable[[], None]) -> None: ...
+        def queue_result(self, apply: Callable[[], None]) -> None: ...
         def _check_open(self) -> None: ...
+        def _apply_intake(self) -> list[str]: ...

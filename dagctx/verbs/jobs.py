@@ -27,7 +27,6 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from dagctx.errors import DagctxError
@@ -44,10 +43,10 @@ from dagctx.nodes.lock import (
 )
 from dagctx.nodes.shell import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ShellError, ShellNode
 from dagctx.process import DRAIN_SECONDS, KILL_GRACE, CommandResult, CommandSpec, run_command
+from dagctx.verbs.host import SessionParts
 
 if TYPE_CHECKING:
-    from dagctx.background import BackgroundLoop
-    from dagctx.graph import ContextGraph, NodeRef
+    from dagctx.graph import NodeRef
 
 N = TypeVar("N", bound=Node)
 _Typed = TypeVar("_Typed", ShellNode, LockNode)
@@ -65,22 +64,10 @@ class _Jobs:
     locks: dict[LockNode, LockHandle] = field(default_factory=dict)
 
 
-class JobVerbs:
+class JobVerbs(SessionParts):
     """Shell, lock and wait verbs of a :class:`~dagctx.session.Session`."""
 
     _dagctx_jobs: _Jobs
-
-    if TYPE_CHECKING:  # provided by Session
-        root: Path
-        graph: ContextGraph
-        background: BackgroundLoop
-
-        def add(self, node: Node, *, parent: NodeRef | None = None) -> Node: ...
-        def resolve_path(self, path: str | os.PathLike[str]) -> tuple[Path, str]: ...
-        def queue_result(self, apply: Callable[[], None]) -> None: ...
-        def on_close(self, callback: Callable[[], None]) -> None: ...
-        def _check_open(self) -> None: ...
-        def _apply_intake(self) -> list[str]: ...
 
     # -- shell ------------------------------------------------------------------------
 

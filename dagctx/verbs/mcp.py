@@ -25,15 +25,13 @@ from dagctx.mcp import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, SHUTDOWN_T
 from dagctx.nodes.artifact import ArtifactNode
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.mcp import MCPServerNode, ToolSpec
+from dagctx.verbs.host import SessionParts
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from pathlib import Path
 
-    from dagctx.background import BackgroundLoop
-    from dagctx.graph import ContextGraph, NodeRef
+    from dagctx.graph import NodeRef
     from dagctx.mcp.client import CallResult, MCPConnection
-    from dagctx.nodes.base import Node
 
 T = TypeVar("T")
 _TITLE_ARGS = 60
@@ -48,18 +46,8 @@ class _Server:
     applied_seq: int = 0
 
 
-class MCPVerbs:
+class MCPVerbs(SessionParts):
     """MCP client verbs of :class:`~dagctx.session.Session`."""
-
-    if TYPE_CHECKING:  # provided by Session
-        root: Path
-        graph: ContextGraph
-        background: BackgroundLoop
-
-        def add(self, node: Node, *, parent: NodeRef | None = None) -> Node: ...
-        def queue_result(self, apply: Callable[[], None]) -> None: ...
-        def on_close(self, callback: Callable[[], None]) -> None: ...
-        def _check_open(self) -> None: ...
 
     # -- registry ---------------------------------------------------------------------
 
