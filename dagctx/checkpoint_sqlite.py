@@ -137,7 +137,7 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
             conn = sqlite3.connect(
                 self._path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, ValueError, sqlite3.Error) as exc:  # ValueError: a NUL byte
             raise CheckpointError(f"cannot open checkpoint file {self._where}: {exc}") from exc
         try:
             found = self._prepare(conn)

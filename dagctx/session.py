@@ -26,7 +26,7 @@ from typing import Any
 
 from dagctx.background import BackgroundLoop
 from dagctx.context import Context
-from dagctx.errors import BudgetError, DagctxError, PathError
+from dagctx.errors import BudgetError, CycleError, DagctxError, PathError
 from dagctx.graph import ContextGraph, NodeRef
 from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.group import GroupNode, Summarizer
@@ -111,7 +111,11 @@ class Session(
     ) -> None:
         self.budget = check_budget(budget)
         root_path = Path(root).expanduser()
-        if not root_path.is_dir():
+        try:
+            is_dir = root_path.is_dir()
+        except OSError as exc:  # a name too long, a symlink loop
+            raise PathError(f"session root {str(root)!r} cannot be used: {exc}") from None
+        if not is_dir:
             raise PathError(f"session root {str(root)!r} is not a directory")
         self.root = root_path.resolve()
         self.counter = TokenCounter(encoding)
@@ -166,13 +170,18 @@ class Session(
         """Return (absolute path, root-relative posix path) for a path under the root.
 
         Raises:
-            PathError: the path is empty, has a NUL byte, or resolves outside the root.
+            PathError: the path is empty, has a NUL byte, resolves outside the root, or
+                cannot be looked up at all (a symlink loop, a name too long).
         """
         raw = os.fspath(path)
         if not raw or "\x00" in raw:
             raise PathError(f"invalid path {raw!r}")
         candidate = Path(raw) if Path(raw).is_absolute() else self.root / raw
-        resolved = candidate.resolve()
+        try:
+            resolved = candidate.resolve()
+            resolved.exists()  # raises for what the OS refuses to look up (not for "missing")
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+            raise PathError(f"cannot use path {raw!r}: {exc}") from None
         try:
             relative = resolved.relative_to(self.root)
         except ValueError:
@@ -235,8 +244,21 @@ class Session(
         priority: int | None = None,
         parent: NodeRef | None = None,
     ) -> GroupNode:
-        """Add a :class:`GroupNode` holding ``children`` (which stop being roots)."""
+        """Add a :class:`GroupNode` holding ``children`` (which stop being roots).
+
+        Raises:
+            NodeNotFoundError: a child or ``parent`` is unknown (nothing is added).
+            CycleError: a child is ``parent`` or one of its ancestors (nothing is added).
+        """
         members = [self.graph.get(c) for c in children]  # fail before adding anything
+        if parent is not None:
+            above = {self.graph.get(parent).id} | {n.id for n in self.graph.ancestors(parent)}
+            for child in members:
+                if child.id in above:
+                    raise CycleError(
+                        f"a group under {self.graph.get(parent).id!r} cannot hold"
+                        f" {child.id!r}: that would close a cycle"
+                    )
         node = GroupNode(title, summarizer=summarizer, state=state, priority=priority)
         self.add(node, parent=parent)
         for child in members:

@@ -88,14 +88,15 @@ class SessionData:
 @contextmanager
 def _open(path: Path, action: str, *, create: bool) -> Iterator[sqlite3.Connection]:
     where = repr(str(path))
-    if not create and not path.is_file():
-        raise CheckpointError(f"no saved session at {where}")
     try:
+        if not create and not path.is_file():
+            raise CheckpointError(f"no saved session at {where}")
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
         uri = f"{path.resolve().as_uri()}?mode={'rwc' if create else 'rw'}"
         conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
-    except (OSError, sqlite3.Error) as exc:
+    # OSError: a name too long; ValueError: a NUL byte; RuntimeError: a symlink loop.
+    except (OSError, ValueError, RuntimeError, sqlite3.Error) as exc:
         raise CheckpointError(f"cannot {action} session file {where}: {exc}") from exc
     try:
         yield conn

@@ -15,6 +15,7 @@ from outside, :meth:`recompute` (returning whether the content changed: early cu
 from __future__ import annotations
 
 import enum
+import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -70,9 +71,14 @@ class TickFrequency:
         """Recompute at a tick when at least ``seconds`` passed since the last recompute.
 
         Raises:
-            GraphError: ``seconds`` is not a positive number.
+            GraphError: ``seconds`` is not a positive, finite number.
         """
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not math.isfinite(seconds)
+            or seconds <= 0
+        ):
             raise GraphError(f"period must be a positive number of seconds, got {seconds!r}")
         return cls("period", float(seconds))
 

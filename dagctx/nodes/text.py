@@ -4,7 +4,9 @@ The node reads its file when created and again on :meth:`TextNode.recompute`, wh
 compares mtime and size first and the content digest second, so an untouched file costs
 one ``stat`` and a touched-but-identical file does not bump the version (early cutoff).
 Binary, non-UTF-8, unreadable and deleted files render a one-line placeholder instead of
-content. A file larger than ``max_bytes`` is never loaded whole: only its first
+content, and so does a path that resolves outside the root (a symlink swapped in after the
+node was made, or a node loaded from a tampered session file): nothing outside the root is
+ever read. A file larger than ``max_bytes`` is never loaded whole: only its first
 ``max_bytes`` (or the requested line range) are read, and the render says so.
 """
 
@@ -14,7 +16,6 @@ import hashlib
 import mimetypes
 import os
 import re
-from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
@@ -22,6 +23,7 @@ from dagctx.nodes.base import Node, NodeState, TickFrequency
 
 DEFAULT_MAX_BYTES = 1_000_000
 _SNIFF_BYTES = 8192
+_SKIP_PIECE = 1 << 16  # bytes read at a time while skipping to a line range
 _OUTLINE = re.compile(
     r"^(?:(?:async\s+)?def |class |function |export |interface |struct |enum |impl |"
     r"(?:pub\s+)?fn |func |type |#{1,3} )"
@@ -108,6 +110,9 @@ class TextNode(Node):
         except OSError as exc:
             return None, f"[file unreadable: {exc.strerror or exc}]", [], None
         key = (st.st_mtime_ns, st.st_size)
+        if not Path(os.path.realpath(self.abspath)).is_relative_to(self.root):
+            # A symlink swapped in since, or a loaded node naming ../ or an absolute path.
+            return key, "[outside the session root, not shown]", [], None
         if not self.abspath.is_file():
             return key, "[not a regular file]", [], None
         self.total_bytes = st.st_size
@@ -144,17 +149,28 @@ class TextNode(Node):
         """Stream to the line range, keeping at most ``max_bytes`` of it: (bytes, truncated).
 
         A range deep inside a huge file costs one pass over the lines before it, never the
-        whole file in memory.
+        whole file in memory: lines are read in bounded pieces, so even a file that is one
+        enormous line (no newline for gigabytes) holds at most ``max_bytes`` at a time.
         """
         start = max(1, self.start_line or 1)
-        wanted = islice(handle, start - 1, self.end_line)
+        skipped = 0
+        while skipped < start - 1:  # complete lines before the range, read piece by piece
+            piece = handle.readline(_SKIP_PIECE)
+            if not piece:
+                return b"", False
+            skipped += piece.endswith(b"\n")
         chunks: list[bytes] = []
-        size = 0
-        for line in wanted:
-            if size + len(line) > self.max_bytes:
+        size, taken = 0, 0
+        while self.end_line is None or taken < self.end_line - start + 1:
+            room = self.max_bytes - size
+            line = handle.readline(room + 1)  # a whole line, or more than fits
+            if not line:
+                break
+            if len(line) > room:
                 return b"".join(chunks), True
             chunks.append(line)
             size += len(line)
+            taken += 1
         return b"".join(chunks), False
 
     def _load(self, read: tuple[tuple[int, int] | None, str | None, list[str], str | None]) -> bool:

@@ -1,0 +1,143 @@
+"""Regressions found by fuzzing and by the bad-input corpus, each kept as a test.
+
+The fuzz targets at the end (``TestFuzz*``) run with a modest example count in the suite;
+set ``DAGCTX_FUZZ_EXAMPLES`` (e.g. ``20000``) to run them as the fuzzer they were, for a
+few minutes, locally:
+
+    DAGCTX_FUZZ_EXAMPLES=20000 .venv/bin/pytest -q tests/test_fuzz_regressions.py -k Fuzz
+
+Every input of a target must end in the documented way: a result, or a typed
+:class:`~dagctx.errors.DagctxError` (a message string from a tool) — never another
+exception, a hang, or a changed state.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from robust_support import session_picture
+
+from dagctx import CheckpointError, CycleError, PathError, Session
+
+HUGE = 100 * 2**20
+
+
+class TestTextRanges:
+    """A line range is read in bounded pieces, whatever the file looks like."""
+
+    @pytest.fixture
+    def one_huge_line(self, tmp_path: Path) -> Path:
+        """1,000 short lines, then 100 MB without a newline (a sparse file)."""
+        path = tmp_path / "huge.txt"
+        path.write_text("".join(f"line {i}\n" for i in range(1000)))
+        os.truncate(path, HUGE)
+        return tmp_path
+
+    @pytest.mark.parametrize("lines", [(2000, 2001), (2000, None), (1000, 1001)])
+    def test_a_range_past_an_enormous_line_never_holds_it(
+        self, one_huge_line: Path, lines: tuple[int, int | None]
+    ) -> None:
+        with Session(one_huge_line, budget=2000) as s:
+            tracemalloc.start()
+            try:
+                node = s.text("huge.txt", lines=lines)
+                _, peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+            assert peak < 8 * 2**20  # was 212 MB: the 100 MB line was read whole
+            assert node.lines[:1] in ([], ["line 999"])
+            assert s.project().tokens <= 2000
+
+    def test_lines_inside_the_range_are_exact(self, one_huge_line: Path) -> None:
+        with Session(one_huge_line) as s:
+            assert s.text("huge.txt", lines=(999, 1000)).lines == ["line 998", "line 999"]
+            cut = s.text("huge.txt", lines=(1000, 1001))
+            assert cut.lines == ["line 999"] and cut.notice is not None
+
+    @pytest.mark.parametrize("start", [2**63, 10**30])
+    def test_a_start_line_past_any_index_is_an_empty_range(
+        self, tmp_path: Path, start: int
+    ) -> None:
+        (tmp_path / "a.txt").write_text("one\ntwo\n")
+        with Session(tmp_path) as s:  # was ValueError from itertools.islice
+            assert s.text("a.txt", lines=(start, None)).lines == []
+            assert s.text("a.txt", lines=(1, start)).lines == ["one", "two"]
+
+
+class TestNothingLeavesTheRoot:
+    def test_a_file_swapped_for_a_symlink_out_of_the_root_is_not_read(self, tmp_path: Path) -> None:
+        root = tmp_path / "root"
+        root.mkdir()
+        (tmp_path / "secret.txt").write_text("top secret\n")
+        (root / "a.txt").write_text("harmless\n")
+        with Session(root) as s:
+            node = s.text("a.txt")
+            (root / "a.txt").unlink()
+            (root / "a.txt").symlink_to(tmp_path / "secret.txt")
+            text = s.tick().projection.text
+            assert "top secret" not in text
+            assert node.placeholder == "[outside the session root, not shown]"
+
+    @pytest.mark.parametrize("path", ["../secret.txt", "{outside}"])
+    def test_a_tampered_session_file_cannot_read_outside_the_root(
+        self, tmp_path: Path, path: str
+    ) -> None:
+        root = tmp_path / "root"
+        root.mkdir()
+        (tmp_path / "secret.txt").write_text("top secret\n")
+        (root / "a.txt").write_text("harmless\n")
+        with Session(root) as s:
+            s.text("a.txt")
+            saved = s.save()
+        target = path.format(outside=tmp_path / "secret.txt")
+        conn = sqlite3.connect(saved)
+        conn.execute("UPDATE session_nodes SET data = json_set(data, '$.data.path', ?)", (target,))
+        conn.commit()
+        conn.close()
+        with Session.load(saved) as loaded:
+            assert "top secret" not in loaded.project().text
+            assert loaded.get("text_1").render().endswith("[outside the session root, not shown]")
+
+
+class TestPathsTheOsRefuses:
+    """Lookups the OS refuses (loops, names too long, NUL bytes) are typed errors."""
+
+    def test_symlink_loops_and_long_names_are_path_errors(self, tmp_path: Path) -> None:
+        (tmp_path / "a").symlink_to(tmp_path / "b")
+        (tmp_path / "b").symlink_to(tmp_path / "a")
+        with Session(tmp_path) as s:
+            for path in ("a", "b/c", "x" * 300, "/".join(["d"] * 3000)):
+                with pytest.raises(PathError):
+                    s.text(path)  # was RuntimeError / OSError
+                with pytest.raises(PathError):
+                    s.lock(path)
+            assert s.nodes() == []
+
+    def test_a_root_the_os_refuses_is_a_path_error(self, tmp_path: Path) -> None:
+        with pytest.raises(PathError, match="cannot be used"):
+            Session(tmp_path / ("x" * 300))
+
+    @pytest.mark.parametrize("name", ["x" * 300, "a\x00b.db"])
+    def test_session_files_with_names_the_os_refuses(self, tmp_path: Path, name: str) -> None:
+        with Session(tmp_path) as s:
+            with pytest.raises(CheckpointError):
+                s.save(tmp_path / name)  # was ValueError for a NUL byte
+            with pytest.raises(CheckpointError):
+                Session.load(tmp_path / name)  # was OSError for a long name
+
+
+class TestGroupUnderItsMember:
+    def test_a_group_that_would_close_a_cycle_is_not_added_at_all(self, tmp_path: Path) -> None:
+        (tmp_path / "a.txt").write_text("a\n")
+        with Session(tmp_path) as s:
+            a = s.text("a.txt")
+            g = s.group(a, title="outer")
+            before = session_picture(s)
+            for member, parent in ((g, g), (a, a), (g, a)):
+                with pytest.raises(CycleError, match="cycle"):
+                    s.group(member, parent=parent)  # was: the group stayed, half linked
+                assert session_picture(s) == before
