@@ -15,6 +15,7 @@ import asyncio
 import math
 import re
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,9 +122,24 @@ def build_world(base: Path) -> World:
     return World(base, root, s, ctx, store, session_file, tools)
 
 
+@pytest.fixture(scope="module")
+def worlds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("worlds")
+
+
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    w = build_world(tmp_path)
+def world(worlds: Path) -> Iterator[World]:
+    w = build_world(Path(tempfile.mkdtemp(dir=worlds)))  # cheaper than a tmp_path each
+    yield w
+    w.store.close()
+    w.s.close()
+
+
+@pytest.fixture(scope="module")
+def shared_world(worlds: Path) -> Iterator[World]:
+    """One world for the argument cases: each compares its own pictures, and a tool never
+    runs on arguments that fail validation."""
+    w = build_world(Path(tempfile.mkdtemp(dir=worlds)))
     yield w
     w.store.close()
     w.s.close()
@@ -632,5 +648,7 @@ def test_bad_input_is_refused_and_changes_nothing(world: World, case: Case) -> N
 
 
 @pytest.mark.parametrize("case", ARGUMENT_CASES, ids=lambda c: c.name)
-def test_bad_tool_arguments_are_messages_and_change_nothing(world: World, case: Case) -> None:
-    check_case(world, case)
+def test_bad_tool_arguments_are_messages_and_change_nothing(
+    shared_world: World, case: Case
+) -> None:
+    check_case(shared_world, case)
