@@ -64,6 +64,9 @@ class ContextGraph:
         self.traces: list[Trace] = []
         self.scheduled: dict[str, Node] = {}
         self.clock = 0
+        #: Bumped by every change of nodes, edges, child order or root order (caches of
+        #: the walk compare it).
+        self.structure_version = 0
 
     # -- nodes ------------------------------------------------------------------------
 
@@ -119,6 +122,7 @@ class ContextGraph:
         self._nodes[node.id] = node
         self._dag.add_node(node.id)
         self._roots[node.id] = None
+        self.structure_version += 1
         self.clock += 1
         node.seq = self.clock
         self.schedule_changed(node)
@@ -134,6 +138,7 @@ class ContextGraph:
         parents = self.parents(node)
         orphans = [c for c in self.children(node) if self._dag.in_degree(c.id) == 1]
         self._dag.remove_node(node.id)
+        self.structure_version += 1
         del self._nodes[node.id]
         self._roots.pop(node.id, None)
         self.scheduled.pop(node.id, None)
@@ -209,18 +214,24 @@ class ContextGraph:
             raise GraphError("give either after= or index=, not both")
         if p is c:
             raise CycleError(f"cannot link node {p.id!r} to itself")
-        if self._dag.has_edge(p.id, c.id):
+        dag = self._dag
+        if dag.has_edge(p.id, c.id):
             return
-        if nx.has_path(self._dag, c.id, p.id):
+        # A child without children cannot reach the parent: skip the path search.
+        if dag.succ[c.id] and nx.has_path(dag, c.id, p.id):
             raise CycleError(f"linking {p.id!r} → {c.id!r} would close a cycle")
-        siblings = list(self._dag.succ[p.id])
-        position = self._position(p, siblings, after, index)
-        tail = siblings[position:]
-        for sibling in tail:
-            self._dag.remove_edge(p.id, sibling)
-        self._dag.add_edge(p.id, c.id)
-        for sibling in tail:
-            self._dag.add_edge(p.id, sibling)
+        if after is None and index is None:
+            dag.add_edge(p.id, c.id)  # appended: no need to rebuild the sibling order
+        else:
+            siblings = list(dag.succ[p.id])
+            position = self._position(p, siblings, after, index)
+            tail = siblings[position:]
+            for sibling in tail:
+                dag.remove_edge(p.id, sibling)
+            dag.add_edge(p.id, c.id)
+            for sibling in tail:
+                dag.add_edge(p.id, sibling)
+        self.structure_version += 1
         self._roots.pop(c.id, None)
         p.mark_changed(f"linked child {c.id}")
 
@@ -249,6 +260,7 @@ class ContextGraph:
         if not self._dag.has_edge(p.id, c.id):
             raise GraphError(f"{c.id!r} is not a child of {p.id!r}")
         self._dag.remove_edge(p.id, c.id)
+        self.structure_version += 1
         if not self._dag.pred[c.id]:
             self._roots[c.id] = None
         p.mark_changed(f"unlinked child {c.id}")

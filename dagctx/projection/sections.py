@@ -1,15 +1,29 @@
-"""Rendered section text and token counts, cached per (node, version, state).
+"""Section text and token counts, cached per (node, version, state).
 
 A section is a node's render normalised to end with one blank line, so that sections can
-be concatenated and (for tiktoken's pre-tokenizer, which never merges across a newline
-followed by a non-space) their token counts summed. The projection still proves the
-budget with an exact count whenever the sum comes near it.
+be concatenated and their token counts summed: with the encodings whose pre-tokenizer
+ends every piece that contains a newline at the end of that newline run (``cl100k_base``,
+``o200k_base``), a boundary after ``"\\n\\n"`` followed by a non-space is always a piece
+boundary, so the sum of the parts is the count of the whole. The projection falls back to
+an exact count near the budget for other encodings or sections that start with a space.
+
+Counts are kept for every state a node was measured at; rendered text is not kept (the
+projection keeps the text of the sections it shows). Texts rendered while counting are
+parked until :meth:`SectionCache.release`, so a section counted and then shown in the same
+projection is rendered once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from dagctx.nodes.base import Node, NodeState
 from dagctx.tokens import TokenCounter
+
+_STATES = tuple(NodeState)
+
+#: Encodings whose section counts add up exactly (see the module docstring).
+SUMMABLE_ENCODINGS = frozenset({"cl100k_base", "o200k_base"})
 
 
 def section_text(rendered: str) -> str:
@@ -18,35 +32,83 @@ def section_text(rendered: str) -> str:
     return f"{body}\n\n" if body else ""
 
 
+def reference_text(node: Node) -> str:
+    """The one-line reference shown where a node already rendered appears again."""
+    return section_text(f"(see #{node.id} above: {node.label()})")
+
+
 class SectionCache:
-    """Section text and tokens per node id, valid for one node version at a time.
+    """Token counts per node version and state; see the module docstring.
 
     ``renders`` counts actual renders (cache misses), for tests and benchmarks.
     """
 
-    __slots__ = ("_by_node", "counter", "renders")
+    __slots__ = ("_counts", "_parked", "counter", "projector", "renders")
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
-        self._by_node: dict[str, tuple[int, dict[NodeState, tuple[str, int]]]] = {}
+        # node id → [version, tokens at COLLAPSED, SUMMARY, DETAILS, ALL] (-1: unknown)
+        self._counts: dict[str, list[int]] = {}
+        self._parked: dict[tuple[str, int, int], str] = {}
         self.renders = 0
+        #: The incremental projector of the graph this cache serves (set by it).
+        self.projector: object | None = None
 
-    def get(self, node: Node, state: NodeState) -> tuple[str, int]:
-        """Section text and token count of ``node`` rendered at ``state``."""
-        entry = self._by_node.get(node.id)
+    def _slot(self, node: Node) -> list[int]:
+        entry = self._counts.get(node.id)
         if entry is None or entry[0] != node.version:
-            entry = (node.version, {})
-            self._by_node[node.id] = entry
-        hit = entry[1].get(state)
-        if hit is None:
-            text = section_text(node.render(state))
-            self.renders += 1
-            hit = (text, self.counter.count(text))
-            entry[1][state] = hit
-        return hit
+            entry = [node.version, -1, -1, -1, -1]
+            self._counts[node.id] = entry
+        return entry
 
-    def tokens(self, node: Node, state: NodeState) -> int:
-        return self.get(node, state)[1]
+    def _render(self, node: Node, state: int) -> str:
+        self.renders += 1
+        return section_text(node.render(_STATES[state]))
+
+    def tokens(self, node: Node, state: int) -> int:
+        """Token count of ``node``'s section at ``state`` (0 when HIDDEN)."""
+        if state == NodeState.HIDDEN:
+            return 0
+        entry = self._slot(node)
+        count = entry[state]
+        if count < 0:
+            text = self._render(node, state)
+            count = entry[state] = self.counter.count(text)
+            self._parked[(node.id, node.version, state)] = text
+        return count
+
+    def text(self, node: Node, state: int) -> str:
+        """Section text of ``node`` at ``state`` (a parked render, or a new one)."""
+        if state == NodeState.HIDDEN:
+            return ""
+        parked = self._parked.pop((node.id, node.version, state), None)
+        return parked if parked is not None else self._render(node, state)
+
+    def get(self, node: Node, state: int) -> tuple[str, int]:
+        """Section text and token count of ``node`` rendered at ``state``."""
+        tokens = self.tokens(node, state)
+        return self.text(node, state), tokens
+
+    def prime(self, pairs: Iterable[tuple[Node, int]]) -> None:
+        """Count the sections of many (node, state) pairs at once, in parallel batches."""
+        todo: list[tuple[list[int], int, tuple[str, int, int], str]] = []
+        for node, state in pairs:
+            if state == NodeState.HIDDEN:
+                continue
+            entry = self._slot(node)
+            if entry[state] < 0:
+                text = self._render(node, state)
+                todo.append((entry, state, (node.id, node.version, state), text))
+        if not todo:
+            return
+        counts = self.counter.count_many([t[3] for t in todo])
+        for (entry, state, key, text), count in zip(todo, counts, strict=True):
+            entry[state] = count
+            self._parked[key] = text
+
+    def release(self) -> None:
+        """Drop the texts parked by counting (end of a projection)."""
+        self._parked.clear()
 
     def measure(self, text: str) -> tuple[str, int]:
         """Section text and tokens of free text (changes list, footer), cached by content."""
@@ -55,7 +117,13 @@ class SectionCache:
 
     def forget(self, node_id: str) -> None:
         """Drop what is cached for a node (it left the graph)."""
-        self._by_node.pop(node_id, None)
+        self._counts.pop(node_id, None)
 
     def __len__(self) -> int:
-        return len(self._by_node)
+        return len(self._counts)
+
+
+def reference_section(node: Node, cache: SectionCache) -> tuple[str, int]:
+    """Text and tokens of the reference to ``node``."""
+    text = reference_text(node)
+    return text, cache.counter.count(text)

@@ -1,0 +1,722 @@
+"""Budget allocation, kept up to date incrementally between turns (one per budget).
+
+The allocation decides a state per visible node so that the sections fit in ``room``
+tokens (the budget minus the changes section). It is the greedy of
+:mod:`dagctx.projection.build`, computed so that a turn after a few changes costs
+O(changed nodes × (depth + log n)) instead of a pass over the graph:
+
+- **Degrade order.** Nodes are degraded least important first: by (priority, recency)
+  where a container counts as important as the most important node it shows, so the
+  nodes a container shows always come before the container itself. Each node has a *slot*
+  in that order; a changed node gets the newest recency, so it moves to the end of its
+  priority block (appended in a gap left there; slots are re-laid out when a gap fills).
+- **Static step deltas.** Because a container comes after everything it shows, when it
+  collapses its children are already at their floor: the token delta of every degrade step
+  is known in advance (a container's collapse removes the cost of its *frontier*, the
+  entries it shows at their floor states). Pass A degrades every node to its floor
+  (COLLAPSED or its ``min_state``), pass B then omits nodes; both are prefix-sum searches
+  over the slots (:class:`~dagctx.projection.segtree.PrefixTree`): the greedy stops at the
+  first step after which the total fits. Once a node is omitted or a container collapses,
+  room for the "left out" footer is reserved.
+- **Fill.** Going back from the most important node, every degraded visible node is
+  upgraded one level at a time while the next level fits; a
+  :class:`~dagctx.projection.segtree.MinTree` over the upgrade cost of each slot finds the
+  next node that fits directly. Then long text nodes (most important first) are cut to the
+  whole lines that fit in what is left.
+
+States only move through :meth:`Allocation.set_state`, which keeps the visibility of
+entries (a collapsed or omitted container hides what it shows), the search trees and the
+set of *dirty* entries (whose section must be re-rendered) in step. Fill, cut and dropped
+companions are undone at the start of the next turn; the degrade prefix is moved, not
+recomputed.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any
+
+from dagctx.nodes.base import Node, NodeState
+from dagctx.projection.layout import Layout
+from dagctx.projection.sections import SectionCache, reference_section
+from dagctx.projection.segtree import INF, MinTree, PrefixTree, capacity_for
+
+OMIT = 0  # NodeState.HIDDEN: the allocation's "left out"
+COLLAPSED, SUMMARY, DETAILS, ALL = 1, 2, 3, 4
+_UNKNOWN = -2  # a cut cost not measured yet
+_NOT_CUTTABLE = -1
+
+
+class Allocation:
+    """The incremental plan of one budget over one :class:`Layout` (module docstring)."""
+
+    __slots__ = (
+        "_block_end",
+        "_block_limit",
+        "_block_max",
+        "_block_start",
+        "_gaps",
+        "_key",
+        "a_tree",
+        "b_tree",
+        "c_tree",
+        "cache",
+        "cap",
+        "companions",
+        "cost",
+        "cref",
+        "cur",
+        "cut",
+        "dirty",
+        "dropped",
+        "entry_at",
+        "f1",
+        "f_tree",
+        "kids",
+        "layout",
+        "mods",
+        "owner",
+        "pressure",
+        "sa",
+        "slot",
+        "stop",
+        "t0",
+        "t1",
+        "total",
+        "triggered",
+        "va",
+        "vb",
+        "vis",
+    )
+
+    def __init__(self, layout: Layout, cache: SectionCache) -> None:
+        self.layout = layout
+        self.cache = cache
+        n = len(layout)
+        self.cur = bytearray(layout.requested)
+        self.vis = bytearray(b"\x01") * n
+        self.dropped = bytearray(n)
+        self.kids = bytearray(1 if layout.end[i] > i + 1 else 0 for i in range(n))
+        self.cut: dict[int, tuple[int, str, int]] = {}
+        self.mods: list[tuple[int, int]] = []
+        self.dirty: set[int] = set(range(n))
+        self.cost = array("q", [-1]) * (5 * n)
+        self.cref = array("q", bytes(8 * n))
+        self.companions: dict[int, tuple[str, ...]] = {}
+        self.pressure = False
+        self.stop = (1, 0, 0)
+        self.triggered = False
+        self.total = 0
+        self._init_costs()
+
+    # -- costs --------------------------------------------------------------------------
+
+    def _init_costs(self) -> None:
+        layout, cache = self.layout, self.cache
+        nodes, ref, requested = layout.nodes, layout.ref, layout.requested
+        cache.prime([(nodes[i], requested[i]) for i in range(len(nodes)) if not ref[i]])
+        t0 = 0
+        cost, cref = self.cost, self.cref
+        for i, node in enumerate(nodes):
+            if ref[i]:
+                cref[i] = reference_section(node, cache)[1]
+                t0 += cref[i]
+                continue
+            c = cache.tokens(node, requested[i])
+            cost[5 * i + requested[i]] = c
+            t0 += c
+            peers = node.companions()
+            if peers:
+                self.companions[i] = peers
+        self.t0 = t0
+
+    def c(self, i: int, state: int) -> int:
+        """Tokens of entry ``i`` at ``state`` (0 when omitted)."""
+        if state == OMIT:
+            return 0
+        k = 5 * i + state
+        value = self.cost[k]
+        if value < 0:
+            value = self.cost[k] = self.cache.tokens(self.layout.nodes[i], state)
+        return value
+
+    # -- pressure structures ----------------------------------------------------------
+
+    def ensure_pressure(self) -> None:
+        """Build the degrade order and search trees (the first time the budget binds)."""
+        if self.pressure:
+            return
+        layout = self.layout
+        nodes, ref, requested, parent = layout.nodes, layout.ref, layout.requested, layout.parent
+        n = len(nodes)
+        f1 = bytearray(n)
+        sa = bytearray(n)
+        pairs: list[tuple[Node, int]] = []
+        for i in range(n):
+            if ref[i]:
+                continue
+            node = nodes[i]
+            floor = max(COLLAPSED, int(node.min_state()))
+            f1[i] = floor
+            r = requested[i]
+            sa[i] = min(r, floor)
+            pairs.extend((node, s) for s in range(sa[i], r))
+        self.cache.prime(pairs)
+        self.f1, self.sa = f1, sa
+        # owner: the nearest walk ancestor that pass A collapses (its frontier holds i)
+        owner = array("q", [-1]) * n
+        va = array("q", bytes(8 * n))
+        vb = array("q", bytes(8 * n))
+        for i in range(n):
+            p = parent[i]
+            if p >= 0:
+                owner[i] = p if sa[p] not in nodes[p].expands_at else owner[p]
+                if ref[i]:
+                    vb[p] += self.cref[i]
+            o = owner[i]
+            if o >= 0:
+                va[o] += self.cref[i] if ref[i] else self.c(i, sa[i])
+        self.owner, self.va, self.vb = owner, va, vb
+        self.t1 = array("q", [_UNKNOWN]) * n
+        self._layout_slots()
+        self.pressure = True
+
+    def _own_key(self, i: int) -> tuple[int, int, int]:
+        node = self.layout.nodes[i]
+        return (node.priority, node.seq, 0)
+
+    def _layout_slots(self) -> None:
+        """Order non-reference entries by key (containers after what they show) and lay
+        them out in slots, with a gap after each priority block for later moves."""
+        layout = self.layout
+        ref, parent = layout.ref, layout.parent
+        n = len(ref)
+        key: list[Any] = [None] * n
+        for i in range(n):
+            if not ref[i]:
+                key[i] = self._own_key(i)
+        for i in range(n - 1, -1, -1):
+            p = parent[i]
+            if p >= 0 and not ref[i]:
+                k = key[i]
+                cand = (k[0], k[1], k[2] + 1)
+                if cand > key[p]:
+                    key[p] = cand
+        order = sorted((i for i in range(n) if not ref[i]), key=key.__getitem__)
+        self._key = key
+        blocks: list[tuple[int, list[int]]] = []
+        for i in order:
+            if not blocks or blocks[-1][0] != key[i][0]:
+                blocks.append((key[i][0], []))
+            blocks[-1][1].append(i)
+        self._place(blocks, {prio: key[members[-1]] for prio, members in blocks})
+
+    def _place(self, blocks: list[tuple[int, list[int]]], block_max: dict[int, Any]) -> None:
+        """Give each priority block's entries consecutive slots with a gap after them, and
+        load the search trees."""
+        self._gaps = 8 + sum(len(b) for _, b in blocks) // 16
+        size = sum(len(b) + self._gap(len(b)) for _, b in blocks)
+        cap = capacity_for(max(1, size))
+        self.cap = cap
+        self.slot = array("q", [-1]) * len(self.layout)
+        self.entry_at = array("q", [-1]) * cap
+        self._block_start: dict[int, int] = {}
+        self._block_end: dict[int, int] = {}
+        self._block_limit: dict[int, int] = {}
+        self._block_max = block_max
+        s = 0
+        for prio, members in blocks:
+            self._block_start[prio] = s
+            for i in members:
+                self.slot[i] = s
+                self.entry_at[s] = i
+                s += 1
+            self._block_end[prio] = s
+            s += self._gap(len(members))
+            self._block_limit[prio] = s
+        self.a_tree = PrefixTree(cap)
+        self.b_tree = PrefixTree(cap)
+        self.f_tree = MinTree(cap)
+        self.c_tree = MinTree(cap)
+        empty = (0, INF, 0)
+        a_leaves = [empty] * cap
+        b_leaves = [empty] * cap
+        fill = [INF] * cap
+        cut = [INF] * cap
+        for _, members in blocks:
+            for i in members:
+                slot = self.slot[i]
+                a_leaves[slot] = self._a_leaf(i)
+                b_leaves[slot] = self._b_leaf(i)
+                fill[slot] = self._up(i)
+                cut[slot] = self._cut_key(i)
+        self.a_tree.load(a_leaves)
+        self.b_tree.load(b_leaves)
+        self.f_tree.load(fill)
+        self.c_tree.load(cut)
+
+    def _relayout(self) -> None:
+        """Lay the slots out again in their current order with fresh gaps (a priority
+        block ran out of room); states do not change, the stop is carried over."""
+        entry_at, cap = self.entry_at, self.cap
+        blocks = [
+            (prio, [i for i in entry_at[start : self._block_end[prio]] if i >= 0])
+            for prio, start in sorted(self._block_start.items(), key=lambda kv: kv[1])
+        ]
+        phase, j, k = self.stop
+        after = next((i for i in entry_at[j:] if i >= 0), -1) if j < cap else -1
+        partial = j < cap and entry_at[j] >= 0
+        self._place(blocks, self._block_max)
+        if after < 0:
+            self.stop = (phase, self.cap, 0)
+        else:
+            self.stop = (phase, self.slot[after], k if partial else 0)
+
+    def _gap(self, size: int) -> int:
+        return self._gaps + size // 8
+
+    # -- step deltas ------------------------------------------------------------------
+
+    def _a_steps(self, i: int) -> tuple[list[int], int]:
+        """Pass A's deltas for entry ``i`` (requested → floor) and the 1-based index of
+        its first step after which it hides children (0: none)."""
+        r, floor = self.layout.requested[i], self.f1[i]
+        if r <= floor:
+            return [], 0
+        expands = self.layout.nodes[i].expands_at
+        kids, v = self.kids[i], self.va[i]
+        deltas, trig = [], 0
+        for s in range(r, floor, -1):
+            d = self.c(i, s - 1) - self.c(i, s)
+            if kids:
+                was, now = s in expands, (s - 1) in expands
+                if was and not now:
+                    d -= v
+                elif now and not was:
+                    d += v
+                if not now and not trig:
+                    trig = r - s + 1
+            deltas.append(d)
+        return deltas, trig
+
+    def _a_leaf(self, i: int) -> tuple[int, int, int]:
+        deltas, trig = self._a_steps(i)
+        if not deltas:
+            return 0, INF, 0
+        run, low = 0, INF
+        for d in deltas:
+            run += d
+            if run < low:
+                low = run
+        return run, low, 1 if trig else 0
+
+    def _b_delta(self, i: int) -> int:
+        s = self.sa[i]
+        d = -self.c(i, s)
+        if self.kids[i] and s in self.layout.nodes[i].expands_at:
+            d -= self.vb[i]
+        return d
+
+    def _b_leaf(self, i: int) -> tuple[int, int, int]:
+        if self.owner[i] >= 0:  # covered once pass A is through: never omitted by B
+            return 0, INF, 0
+        d = self._b_delta(i)
+        return d, d, 1
+
+    def _next(self, i: int, state: int) -> int:
+        """The level a fill upgrade takes entry ``i`` to from ``state`` (an omitted node
+        comes back at its floor, not below its ``min_state``)."""
+        return self.sa[i] if state == OMIT else state + 1
+
+    def _up(self, i: int) -> int:
+        """Cost of upgrading entry ``i`` one level from its current state (INF: none)."""
+        s = self.cur[i]
+        if not self.vis[i] or s >= self.layout.requested[i] or self.dropped[i]:
+            return INF
+        nxt = self._next(i, s)
+        d = self.c(i, nxt) - self.c(i, s)
+        if self.kids[i]:
+            expands = self.layout.nodes[i].expands_at
+            was, now = s != OMIT and s in expands, nxt in expands
+            if was != now:
+                v = self.va[i] if self.sa[i] not in expands else self.vb[i]
+                d += v if now else -v
+        return d
+
+    def _cut_key(self, i: int) -> int:
+        """Room a cut of entry ``i`` needs beyond its current cost (INF: not a candidate,
+        -INF: not measured yet)."""
+        s = self.cur[i]
+        if (
+            not self.vis[i]
+            or self.kids[i]
+            or self.dropped[i]
+            or i in self.cut
+            or s >= DETAILS
+            or self.layout.requested[i] < DETAILS
+        ):
+            return INF
+        t1 = self.t1[i]
+        if t1 == _NOT_CUTTABLE:
+            return INF
+        if t1 == _UNKNOWN:
+            return -INF
+        return t1 - self.c(i, s)
+
+    def _refresh(self, i: int) -> None:
+        if self.pressure:
+            slot = self.slot[i]
+            self.f_tree.set(slot, self._up(i))
+            self.c_tree.set(slot, self._cut_key(i))
+
+    # -- changes ----------------------------------------------------------------------
+
+    def apply_changes(self, changed: list[int]) -> bool:
+        """Account for new versions of the nodes at entries ``changed`` (ascending walk
+        order): costs, frontier sums, keys (a changed node moves to the end of its
+        priority block). Returns False when the plan must be rebuilt instead (a floor or a
+        priority went down, or a priority block has no room left)."""
+        layout, cache = self.layout, self.cache
+        nodes, requested, parent = layout.nodes, layout.requested, layout.parent
+        cost, cref, press = self.cost, self.cref, self.pressure
+        if press:
+            sa = self.sa
+            cache.prime((nodes[i], s) for i in changed for s in range(sa[i], requested[i] + 1))
+        else:
+            cache.prime((nodes[i], requested[i]) for i in changed)
+        touched: set[int] = set(changed)
+        for i in changed:
+            node = nodes[i]
+            base = 5 * i
+            old_r = cost[base + requested[i]]
+            old_a = cost[base + self.sa[i]] if press else 0
+            for s in range(5):
+                cost[base + s] = -1
+            self.t0 += self.c(i, requested[i]) - old_r
+            peers = node.companions()
+            if peers:
+                self.companions[i] = peers
+            else:
+                self.companions.pop(i, None)
+            for e in layout.refs.get(node.id, ()):
+                d = reference_section(node, cache)[1] - cref[e]
+                if d:
+                    cref[e] += d
+                    self.t0 += d
+                    if press:
+                        self._add_frontier(e, d, touched)
+                        self.vb[parent[e]] += d
+                        touched.add(parent[e])
+            self._touch(i)
+            if press:
+                if max(COLLAPSED, int(node.min_state())) != self.f1[i]:
+                    return False
+                self._add_frontier(i, self.c(i, self.sa[i]) - old_a, touched)
+                self.t1[i] = _UNKNOWN
+        if not press:
+            return True
+        moved = self._rekey(changed)
+        if moved is None:
+            return False
+        for i in moved:
+            if not self._move(i):
+                return False
+        touched.update(moved)
+        for i in touched:
+            self._leaves(i)
+        return True
+
+    def _add_frontier(self, i: int, delta: int, touched: set[int]) -> None:
+        """Entry ``i``'s floor cost changed by ``delta``: so did its owner's frontier."""
+        owner = self.owner[i]
+        if delta and owner >= 0:
+            self.va[owner] += delta
+            touched.add(owner)
+
+    def _rekey(self, changed: list[int]) -> list[int] | None:
+        """New keys for changed entries and the containers that inherit them; the entries
+        whose key changed, in key order (None: a priority went down, rebuild)."""
+        key, parent, ref = self._key, self.layout.parent, self.layout.ref
+        moved: set[int] = set()
+        for i in changed:
+            own = self._own_key(i)
+            old = key[i]
+            if old[2] == 0 and own[0] < old[0]:
+                return None
+            if own <= old:
+                continue
+            key[i] = own
+            moved.add(i)
+            p = parent[i]
+            while p >= 0 and not ref[i]:
+                cand = (key[i][0], key[i][1], key[i][2] + 1)
+                if cand <= key[p]:
+                    break
+                key[p] = cand
+                moved.add(p)
+                i, p = p, parent[p]
+        return sorted(moved, key=key.__getitem__)
+
+    def _move(self, i: int) -> bool:
+        """Give entry ``i`` (whose key grew) the next slot of its priority block."""
+        k = self._key[i]
+        prio = k[0]
+        end = self._block_end.get(prio)
+        if end is None or k <= self._block_max[prio]:
+            return False
+        if end >= self._block_limit[prio]:
+            self._relayout()
+            end = self._block_end[prio]
+        old = self.slot[i]
+        self.entry_at[old] = -1
+        self.a_tree.set(old, 0, INF, 0)
+        self.b_tree.set(old, 0, INF, 0)
+        self.f_tree.set(old, INF)
+        self.c_tree.set(old, INF)
+        self._block_end[prio] = end + 1
+        self._block_max[prio] = k
+        self.slot[i] = end
+        self.entry_at[end] = i
+        self.set_state(i, self.prefix_state(i, self.stop))
+        return True
+
+    def _leaves(self, i: int) -> None:
+        slot = self.slot[i]
+        self.a_tree.set(slot, *self._a_leaf(i))
+        self.b_tree.set(slot, *self._b_leaf(i))
+        self.f_tree.set(slot, self._up(i))
+        self.c_tree.set(slot, self._cut_key(i))
+
+    # -- states -----------------------------------------------------------------------
+
+    def set_state(self, i: int, state: int) -> None:
+        """Move entry ``i`` to ``state``, keeping visibility, trees and dirt right."""
+        old = self.cur[i]
+        if old == state:
+            return
+        self.cur[i] = state
+        self._touch(i)
+        if self.kids[i] and self.vis[i]:
+            expands = self.layout.nodes[i].expands_at
+            was, now = old != OMIT and old in expands, state != OMIT and state in expands
+            if was != now:
+                self._frontier(i, now)
+        self._refresh(i)
+
+    def _touch(self, i: int) -> None:
+        self.dirty.add(i)
+        refs = self.layout.refs.get(self.layout.nodes[i].id)
+        if refs:
+            self.dirty.update(refs)
+
+    def _frontier(self, u: int, show: bool) -> None:
+        """Show or hide what container ``u`` shows when expanded."""
+        layout = self.layout
+        ref, end, nodes = layout.ref, layout.end, layout.nodes
+        cur, vis = self.cur, self.vis
+        flag = 1 if show else 0
+        j, stop = u + 1, end[u]
+        while j < stop:
+            vis[j] = flag
+            if ref[j]:
+                self.dirty.add(j)
+                j += 1
+                continue
+            self._touch(j)
+            self._refresh(j)
+            s = cur[j]
+            j = j + 1 if s != OMIT and s in nodes[j].expands_at else end[j]
+
+    def prefix_state(self, i: int, stop: tuple[int, int, int]) -> int:
+        """Entry ``i``'s state when the degrade passes have gone as far as ``stop``."""
+        phase, j, k = stop
+        r = self.layout.requested[i]
+        if not self.pressure:
+            return r
+        slot = self.slot[i]
+        if phase == 1:
+            if slot < j:
+                return self.sa[i]
+            return r - k if slot == j else r
+        if self.owner[i] < 0 and slot < j:
+            return OMIT
+        return self.sa[i]
+
+    def move_to(self, stop: tuple[int, int, int]) -> None:
+        """Move the degrade prefix from :attr:`stop` to ``stop`` (states in between)."""
+        old = self.stop
+        self.stop = stop
+        if old == stop:
+            return
+        if old[0] == stop[0]:
+            lo, hi = min(old[1], stop[1]), max(old[1], stop[1]) + 1
+        else:
+            lo, hi = 0, self.cap
+        entry_at = self.entry_at
+        for slot in range(lo, min(hi, self.cap)):
+            i = entry_at[slot]
+            if i >= 0:
+                self.set_state(i, self.prefix_state(i, stop))
+
+    # -- one turn ---------------------------------------------------------------------
+
+    def undo_turn(self) -> None:
+        """Undo the fill, cuts and companion drops of the last turn."""
+        for i in list(self.cut):
+            del self.cut[i]
+            self._touch(i)
+        mods, self.mods = self.mods, []
+        for i, old in reversed(mods):
+            if old < 0:  # a dropped companion
+                self.dropped[i] = 0
+                self._touch(i)
+                self._refresh(i)
+            else:
+                self.set_state(i, old)
+
+    def decide(self, room: int, reserve: int) -> None:
+        """Decide every state for ``room`` tokens (``reserve`` kept for the footer once
+        anything is left out or hidden)."""
+        if self.t0 <= room:
+            if self.pressure:
+                self.move_to((1, 0, 0))
+            self.total, self.triggered = self.t0, False
+            return
+        self.ensure_pressure()
+        stop, total, triggered = self._find_stop(room, room - reserve)
+        self.move_to(stop)
+        self.total, self.triggered = total, triggered
+        avail = room - reserve if triggered else room
+        self._fill(avail)
+        self._cut(avail)
+
+    def _scan(self, i: int, pre: int, before: int, after: int) -> tuple[int, int] | None:
+        """First step of entry ``i`` at which ``pre`` + deltas fits (``before`` as the
+        bound until its trigger step, ``after`` from it on); (steps, running) or None."""
+        deltas, trig = self._a_steps(i)
+        run = pre
+        for k, d in enumerate(deltas, 1):
+            run += d
+            if run <= (after if trig and k >= trig else before):
+                return k, run
+        return None
+
+    def _find_stop(self, x1: int, x2: int) -> tuple[tuple[int, int, int], int, bool]:
+        t0, cap, a = self.t0, self.cap, self.a_tree
+        tau = a.first_trigger()
+        j, pre = a.find_first(x1 - t0, 0, tau)
+        if j >= 0:
+            hit = self._scan(self.entry_at[j], pre, x1 - t0, x1 - t0)
+            if hit is not None:
+                return (1, j, hit[0]), t0 + hit[1], False
+        if tau < cap:
+            i = self.entry_at[tau]
+            hit = self._scan(i, a.prefix(tau), x1 - t0, x2 - t0)
+            if hit is not None:
+                trig = self._a_steps(i)[1]
+                return (1, tau, hit[0]), t0 + hit[1], hit[0] >= trig
+            j, pre = a.find_first(x2 - t0, tau + 1, cap)
+            if j >= 0:
+                hit = self._scan(self.entry_at[j], pre, x2 - t0, x2 - t0)
+                if hit is not None:
+                    return (1, j, hit[0]), t0 + hit[1], True
+        ta = t0 + a.total()
+        b = self.b_tree
+        j, pre = b.find_first(x2 - ta, 0, cap)
+        if j >= 0:
+            return (2, j + 1, 0), ta + pre + self._b_delta(self.entry_at[j]), True
+        return (2, cap, 0), ta + b.total(), True
+
+    def _fill(self, avail: int) -> None:
+        slack = avail - self.total
+        pos, tree, cur, requested = self.cap, self.f_tree, self.cur, self.layout.requested
+        while True:
+            j = tree.find_last(pos, slack)
+            if j < 0:
+                break
+            i = self.entry_at[j]
+            while cur[i] < requested[i]:
+                d = self._up(i)
+                if d > slack:
+                    break
+                self.mods.append((i, cur[i]))
+                self.set_state(i, self._next(i, cur[i]))
+                slack -= d
+            pos = j
+        self.total = avail - slack
+
+    def _cut(self, avail: int) -> None:
+        pos, tree = self.cap, self.c_tree
+        while self.total < avail:
+            slack = avail - self.total
+            j = tree.find_last(pos, slack)
+            if j < 0:
+                return
+            i = self.entry_at[j]
+            if self.t1[i] == _UNKNOWN:
+                self.t1[i] = self._measure_t1(i)
+                tree.set(j, self._cut_key(i))
+                continue  # search again from the same place with the measured key
+            self._apply_cut(i, avail - self.total + self.c(i, self.cur[i]))
+            pos = j
+
+    def _cut_target(self, i: int) -> tuple[Node, int, Any, int]:
+        node = self.layout.nodes[i]
+        state = min(self.layout.requested[i], ALL)
+        render_cut = getattr(node, "render_cut", None)
+        cuttable = getattr(node, "cuttable_lines", None)
+        n = cuttable() if cuttable is not None and render_cut is not None else 0
+        return node, state, render_cut, n
+
+    def _measure_t1(self, i: int) -> int:
+        _, state, render_cut, n = self._cut_target(i)
+        if n <= 1:
+            return _NOT_CUTTABLE
+        return self.cache.measure(render_cut(NodeState(state), 1))[1]
+
+    def _apply_cut(self, i: int, room: int) -> None:
+        """Show entry ``i`` cut to the most whole lines that fit in ``room`` tokens (one
+        line is known to fit)."""
+        _, state, render_cut, n = self._cut_target(i)
+        measure = self.cache.measure
+        best = None
+        lo, hi = 1, n - 1
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            text, tokens = measure(render_cut(NodeState(state), mid))
+            if tokens <= room:
+                best, lo = (mid, text, tokens), mid + 1
+            else:
+                hi = mid - 1
+        if best is None:
+            text, tokens = measure(render_cut(NodeState(state), 1))
+            best = (1, text, tokens)
+        current = self.c(i, self.cur[i])
+        self.mods.append((i, self.cur[i]))
+        self.set_state(i, state)
+        self.cut[i] = best
+        self._touch(i)
+        self._refresh(i)
+        self.total += best[2] - current
+
+    def drop_lone_companions(self, first: dict[str, int]) -> None:
+        """Drop every shown node whose companion (tool call ↔ result) is not shown."""
+        if not self.companions:
+            return
+
+        def shown(i: int) -> bool:
+            return bool(self.vis[i]) and self.cur[i] != OMIT and not self.dropped[i]
+
+        while True:
+            lone = [
+                i
+                for i, peers in self.companions.items()
+                if shown(i) and any(p not in first or not shown(first[p]) for p in peers)
+            ]
+            if not lone:
+                return
+            for i in lone:
+                self.dropped[i] = 1
+                self.mods.append((i, -1))
+                self._touch(i)
+                self._refresh(i)

@@ -1,0 +1,241 @@
+"""Assembly of the prompt text: the shown sections, patched entry by entry between turns,
+plus the "changes since last turn" section and the "left out" footer.
+
+:class:`Body` keeps the sections shown for one budget in walk order (volatile nodes in a
+tail after them) together with their texts. A turn re-examines only the entries the
+allocation marked dirty; a Fenwick tree over walk positions gives each one's place in the
+list and the tokens before it (the stable prefix).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Sequence
+
+from dagctx.graph import ContextGraph
+from dagctx.nodes.base import Trace
+from dagctx.projection.result import Section
+from dagctx.projection.sections import SectionCache
+
+CHANGES_SHARE = 8  # under pressure the changes section takes at most 1/8 of the budget
+FOOTER_TOKENS = 64  # room reserved for the "left out" footer (at most 1/20 of the budget)
+FOOTER_NAMES = 200  # at most this many left-out nodes are named in the footer
+
+
+class Fenwick:
+    """Prefix sums over positions 0..n-1 with point updates, O(log n) each."""
+
+    __slots__ = ("n", "tree")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.tree = array("q", bytes(8 * (n + 1)))
+
+    def add(self, i: int, delta: int) -> None:
+        tree, n = self.tree, self.n
+        i += 1
+        while i <= n:
+            tree[i] += delta
+            i += i & -i
+
+    def prefix(self, i: int) -> int:
+        """Sum over positions [0, i)."""
+        tree, total = self.tree, 0
+        while i > 0:
+            total += tree[i]
+            i -= i & -i
+        return total
+
+
+Shown = tuple[Section, str] | None
+
+
+class Body:
+    """The sections shown for one budget, in text order (see the module docstring)."""
+
+    __slots__ = (
+        "count",
+        "moved",
+        "nodes",
+        "sections",
+        "shown",
+        "tail",
+        "texts",
+        "tokens",
+        "toks",
+        "unsafe",
+        "valid",
+    )
+
+    def __init__(self, n: int) -> None:
+        self.shown = bytearray(n)  # 1: in the body list, 2: in the tail
+        self.count = Fenwick(n)
+        self.toks = Fenwick(n)
+        self.sections: list[Section] = []
+        self.texts: list[str] = []
+        self.tail: dict[int, tuple[Section, str]] = {}
+        self.tokens = 0
+        self.nodes = 0  # shown sections that are not references
+        self.unsafe = 0  # shown sections whose text starts with whitespace
+        self.moved = True  # whether the last update showed or hid any entry
+        self.valid = False
+
+    def rebuild(self, n: int, section: Callable[[int], tuple[Shown, bool]]) -> None:
+        """Recompute every entry (a new layout, or after an exceptional assembly)."""
+        self.__init__(n)  # type: ignore[misc]
+        sections, texts = self.sections, self.texts
+        for i in range(n):
+            shown, volatile = section(i)
+            if shown is None:
+                continue
+            sec, text = shown
+            self.tokens += sec.tokens
+            self.nodes += not sec.reference
+            self.unsafe += _unsafe(text)
+            if volatile:
+                self.tail[i] = shown
+                self.shown[i] = 2
+            else:
+                self.shown[i] = 1
+                self.count.add(i, 1)
+                self.toks.add(i, sec.tokens)
+                sections.append(sec)
+                texts.append(text)
+        self.valid = True
+
+    def patch(
+        self,
+        dirty: Sequence[int],
+        section: Callable[[int], Section | None],
+        text: Callable[[int, Section], str],
+        volatile: Callable[[int], bool],
+    ) -> int:
+        """Bring the ``dirty`` entries (ascending) up to date; return the walk index of the
+        first entry whose body section changed (or -1)."""
+        first = -1
+        self.moved = False
+        sections, texts = self.sections, self.texts
+        for i in dirty:
+            new = section(i)
+            where = self.shown[i]
+            if where == 2:
+                old = self.tail[i][0]
+                if new == old:
+                    continue
+                self._drop_tail(i)
+            elif where == 1:
+                k = self.count.prefix(i)
+                old = sections[k]
+                if new == old:
+                    continue
+                if first < 0:
+                    first = i
+                self.tokens -= old.tokens
+                self.unsafe -= _unsafe(texts[k])
+                self.toks.add(i, -old.tokens)
+                if new is not None:  # shown before and now: replace in place
+                    body = text(i, new)
+                    sections[k], texts[k] = new, body
+                    self.tokens += new.tokens
+                    self.unsafe += _unsafe(body)
+                    self.toks.add(i, new.tokens)
+                    continue
+                del sections[k]
+                del texts[k]
+                self.count.add(i, -1)
+                self.nodes -= not old.reference
+                self.shown[i] = 0
+                self.moved = True
+            if new is None:
+                continue
+            body = text(i, new)
+            self.tokens += new.tokens
+            self.nodes += not new.reference
+            self.unsafe += _unsafe(body)
+            if volatile(i):
+                self.tail[i] = (new, body)
+                self.shown[i] = 2
+                self.moved = True
+                continue
+            if first < 0:
+                first = i
+            k = self.count.prefix(i)
+            sections.insert(k, new)
+            texts.insert(k, body)
+            self.count.add(i, 1)
+            self.toks.add(i, new.tokens)
+            self.shown[i] = 1
+            self.moved = True
+        return first
+
+    def _drop_tail(self, i: int) -> None:
+        sec, text = self.tail.pop(i)
+        self.tokens -= sec.tokens
+        self.nodes -= not sec.reference
+        self.unsafe -= _unsafe(text)
+        self.shown[i] = 0
+        self.moved = True
+
+    def all_sections(self) -> list[Section]:
+        """Body then tail sections, in text order."""
+        if not self.tail:
+            return list(self.sections)
+        return self.sections + [self.tail[i][0] for i in sorted(self.tail)]
+
+    def text(self) -> str:
+        if not self.tail:
+            return "".join(self.texts)
+        return "".join(self.texts) + "".join(self.tail[i][1] for i in sorted(self.tail))
+
+
+def _unsafe(text: str) -> int:
+    return 1 if text[:1].isspace() else 0
+
+
+def changes_section(
+    traces: Sequence[Trace], graph: ContextGraph, cache: SectionCache, limit: int
+) -> tuple[str, int]:
+    """The "changes since last turn" section: as many change lines as fit in ``limit``."""
+    lines = []
+    for t in traces:
+        if t.derived:
+            continue
+        label = graph.get(t.node_id).label() if t.node_id in graph else "(removed)"
+        lines.append(f"- #{t.node_id} {label}: {t.description} (v{t.old_version}→v{t.new_version})")
+    if not lines:
+        return "", 0
+    head = "## Changes since last turn"
+    whole = cache.measure("\n".join([head, *lines]))
+    if whole[1] <= limit:
+        return whole
+    lo, hi, best = 0, len(lines) - 1, ("", 0)
+    while lo <= hi:  # the most change lines that fit
+        keep = (lo + hi) // 2
+        more = [f"- … {len(lines) - keep} more changes"] if keep < len(lines) else []
+        text, tokens = cache.measure("\n".join([head, *lines[:keep], *more]))
+        if tokens <= limit:
+            best, lo = (text, tokens), keep + 1
+        else:
+            hi = keep - 1
+    return best
+
+
+def footer(
+    count: int, names: Sequence[str], cache: SectionCache, budget: int, limit: int
+) -> tuple[str, int]:
+    """The "left out" line for ``count`` nodes naming as many of ``names`` as fit."""
+    if not count:
+        return "", 0
+    lo, hi, best = 0, len(names), ("", 0)
+    while lo <= hi:  # the most names that fit
+        mid = (lo + hi) // 2
+        rest = f", … +{count - mid} more" if mid < count else ""
+        listed = ": " + ", ".join(names[:mid]) + rest if mid else ""
+        text, tokens = cache.measure(
+            f"[dagctx left out {count} node{'s' * (count != 1)} to fit {budget} tokens{listed}]"
+        )
+        if tokens <= limit:
+            best, lo = (text, tokens), mid + 1
+        else:
+            hi = mid - 1
+    return best

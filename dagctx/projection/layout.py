@@ -1,0 +1,74 @@
+"""The walk at the requested states, as flat arrays the incremental projection indexes.
+
+:class:`Layout` holds what :func:`~dagctx.projection.walk.walk` yields — visible entries
+in depth-first preorder, a repeated (multi-parent) node as a reference entry — plus each
+entry's walk parent and the index of every node's first entry and of its references.
+It depends only on structure and requested states, so it is rebuilt only when the graph's
+structure version or a node's requested state changes.
+"""
+
+from __future__ import annotations
+
+from dagctx.graph import ContextGraph
+from dagctx.nodes.base import Node, NodeState
+
+
+class Layout:
+    """Visible entries of a graph at the requested states (see the module docstring).
+
+    Attributes:
+        nodes: the node of each entry.
+        ref: 1 where the entry is a reference to a node shown earlier.
+        end: one past the last entry of each entry's subtree.
+        parent: the walk parent entry of each entry (-1 for roots).
+        requested: each entry's node state when the layout was built.
+        first: node id → index of its (non-reference) entry.
+        refs: node id → indices of its reference entries (multi-parent nodes only).
+        version: the graph's structure version the layout was built at.
+    """
+
+    __slots__ = ("end", "first", "nodes", "parent", "ref", "refs", "requested", "version")
+
+    def __init__(self, graph: ContextGraph) -> None:
+        self.version = graph.structure_version
+        nodes: list[Node] = []
+        ref = bytearray()
+        end: list[int] = []
+        parent: list[int] = []
+        requested = bytearray()
+        first: dict[str, int] = {}
+        refs: dict[str, list[int]] = {}
+        hidden = NodeState.HIDDEN
+        # Stack items: (node, walk parent) to enter, or ~index: the subtree of index ends.
+        stack: list[tuple[Node, int] | int] = [(r, -1) for r in reversed(graph.roots())]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, int):
+                end[~item] = len(nodes)
+                continue
+            node, up = item
+            state = node.state
+            if state == hidden:
+                continue
+            index = len(nodes)
+            nodes.append(node)
+            end.append(index + 1)
+            parent.append(up)
+            requested.append(state)
+            if node.id in first:
+                ref.append(1)
+                refs.setdefault(node.id, []).append(index)
+                continue
+            ref.append(0)
+            first[node.id] = index
+            if state in node.expands_at:
+                kids = graph.child_ids(node.id)
+                if kids:
+                    stack.append(~index)
+                    get = graph.get
+                    stack.extend((get(k), index) for k in reversed(kids))
+        self.nodes, self.ref, self.end, self.parent = nodes, ref, end, parent
+        self.requested, self.first, self.refs = requested, first, refs
+
+    def __len__(self) -> int:
+        return len(self.nodes)

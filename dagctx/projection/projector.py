@@ -1,0 +1,475 @@
+"""The incremental projector: one per (graph, section cache), one plan per budget.
+
+A :class:`Projector` keeps, between turns, the walk of the graph (:class:`Layout`), and
+per budget an :class:`Allocation` and a :class:`~dagctx.projection.assembly.Body`. A
+projection reads the graph's traces since the budget's last projection to learn which
+nodes changed, updates the plan and the shown sections for those, and assembles the
+text. A structure change (nodes, edges, order, a requested state) rebuilds the layout;
+the first projection of a budget builds its plan — both O(graph).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dagctx.graph import ContextGraph
+from dagctx.nodes.base import NodeState, Trace
+from dagctx.projection.allocation import OMIT, Allocation
+from dagctx.projection.assembly import (
+    CHANGES_SHARE,
+    FOOTER_NAMES,
+    FOOTER_TOKENS,
+    Body,
+    changes_section,
+    footer,
+)
+from dagctx.projection.layout import Layout
+from dagctx.projection.result import Account, Projection, Section
+from dagctx.projection.sections import SUMMABLE_ENCODINGS, SectionCache, reference_text
+from dagctx.projection.walk import walk
+
+STATES = tuple(NodeState)
+KEPT_BUDGETS = 3  # plans kept for this many budgets (most recently used)
+COMPANION_REASON = "left out with its companion (a tool call and its result go together)"
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What is kept for one budget between projections."""
+
+    alloc: Allocation
+    body: Body
+    mark: int  # index in graph.traces up to which changes are accounted for
+    last: Projection | None = None
+    names: list[str] | None = None  # the footer's first left-out nodes
+
+
+class Projector:
+    """Builds projections of ``graph`` incrementally (see the module docstring)."""
+
+    __slots__ = (
+        "_labels_shared",
+        "_mark",
+        "_plans",
+        "_prio_shared",
+        "cache",
+        "graph",
+        "labels",
+        "layout",
+        "prio",
+    )
+
+    def __init__(self, graph: ContextGraph, cache: SectionCache) -> None:
+        self.graph = graph
+        self.cache = cache
+        self.layout: Layout | None = None
+        self._plans: dict[int, _Plan] = {}
+        self._mark = 0
+        self.labels: list[str] = []
+        self.prio: list[int] = []
+        self._labels_shared = self._prio_shared = False
+
+    # -- layout -----------------------------------------------------------------------
+
+    def _new_layout(self) -> Layout:
+        layout = Layout(self.graph)
+        self.layout = layout
+        self._plans.clear()
+        nodes, ref = layout.nodes, layout.ref
+        self.labels = [("" if ref[i] else n.label()) for i, n in enumerate(nodes)]
+        self.prio = [(0 if ref[i] else n.priority) for i, n in enumerate(nodes)]
+        self._labels_shared = self._prio_shared = False
+        self._mark = len(self.graph.traces)
+        return layout
+
+    def _current_layout(self) -> Layout:
+        """The layout, rebuilt if structure or a requested state changed since."""
+        graph, layout = self.graph, self.layout
+        traces = graph.traces
+        if layout is None or layout.version != graph.structure_version or self._mark > len(traces):
+            return self._new_layout()
+        if self._mark == len(traces):
+            return layout
+        first, requested, nodes = layout.first, layout.requested, layout.nodes
+        seen: set[str] = set()
+        for t in traces[self._mark :]:
+            nid = t.node_id
+            if nid in seen:
+                continue
+            seen.add(nid)
+            i = first.get(nid)
+            if i is None:
+                continue
+            node = nodes[i]
+            if node.state != requested[i]:
+                return self._new_layout()
+            label, prio = node.label(), node.priority
+            if label != self.labels[i]:
+                if self._labels_shared:
+                    self.labels, self._labels_shared = list(self.labels), False
+                self.labels[i] = label
+                for plan in self._plans.values():
+                    plan.names = None
+            if prio != self.prio[i]:
+                if self._prio_shared:
+                    self.prio, self._prio_shared = list(self.prio), False
+                self.prio[i] = prio
+        self._mark = len(traces)
+        return layout
+
+    # -- projection -------------------------------------------------------------------
+
+    def project(
+        self, budget: int, changes: Sequence[Trace] = (), previous: Projection | None = None
+    ) -> Projection:
+        """Render the graph into a :class:`Projection` of at most ``budget`` tokens."""
+        try:
+            return self._project(budget, changes, previous)
+        finally:
+            self.cache.release()
+
+    def _plan(self, layout: Layout, budget: int) -> _Plan:
+        traces = self.graph.traces
+        plan = self._plans.pop(budget, None)
+        if plan is not None and plan.mark <= len(traces):
+            first = layout.first
+            changed = {first[t.node_id] for t in traces[plan.mark :] if t.node_id in first}
+            plan.alloc.undo_turn()
+            if not changed or plan.alloc.apply_changes(sorted(changed)):
+                plan.mark = len(traces)
+                self._plans[budget] = plan
+                return plan
+        plan = _Plan(Allocation(layout, self.cache), Body(len(layout)), len(traces))
+        while len(self._plans) >= KEPT_BUDGETS:
+            del self._plans[next(iter(self._plans))]
+        self._plans[budget] = plan
+        return plan
+
+    def _project(
+        self, budget: int, changes: Sequence[Trace], previous: Projection | None
+    ) -> Projection:
+        graph, cache = self.graph, self.cache
+        layout = self._current_layout()
+        plan = self._plan(layout, budget)
+        alloc = plan.alloc
+        changes_text, changes_tokens = changes_section(changes, graph, cache, budget)
+        if alloc.t0 + changes_tokens > budget:
+            changes_text, changes_tokens = changes_section(
+                changes, graph, cache, budget // CHANGES_SHARE
+            )
+        room = max(0, budget - changes_tokens)
+        alloc.decide(room, min(FOOTER_TOKENS, budget // 20))
+        alloc.drop_lone_companions(layout.first)
+        if self._moves(alloc):
+            projection = self._assemble_slow(plan, budget, changes_text, changes_tokens, previous)
+        else:
+            projection = self._assemble(plan, budget, changes_text, changes_tokens, previous)
+        plan.last = projection
+        return projection
+
+    # -- assembly ---------------------------------------------------------------------
+
+    def _moves(self, alloc: Allocation) -> bool:
+        """Whether a multi-parent node whose first place is hidden shows up elsewhere."""
+        layout = self.layout
+        assert layout is not None
+        vis = alloc.vis
+        for nid, refs in layout.refs.items():
+            if not vis[layout.first[nid]] and any(vis[e] for e in refs):
+                return True
+        return False
+
+    def _section(self, alloc: Allocation, i: int) -> Section | None:
+        layout = self.layout
+        assert layout is not None
+        node = layout.nodes[i]
+        vis, cur = alloc.vis, alloc.cur
+        if not vis[i]:
+            return None
+        if layout.ref[i]:
+            f = layout.first[node.id]
+            if not vis[f] or cur[f] == OMIT or alloc.dropped[f]:
+                return None
+            return Section(
+                node.id,
+                STATES[layout.requested[i]],
+                STATES[cur[f]],
+                alloc.cref[i],
+                reference=True,
+                version=node.version,
+            )
+        state = cur[i]
+        if state == OMIT or alloc.dropped[i]:
+            return None
+        cut = alloc.cut.get(i)
+        if cut is not None:
+            cuttable = getattr(node, "cuttable_lines", None)
+            lines = (cuttable() - cut[0]) if cuttable is not None else 0
+            return Section(
+                node.id, STATES[layout.requested[i]], STATES[state], cut[2], lines,
+                version=node.version,
+            )  # fmt: skip
+        return Section(
+            node.id, STATES[layout.requested[i]], STATES[state], alloc.c(i, state),
+            version=node.version,
+        )  # fmt: skip
+
+    def _text(self, alloc: Allocation, i: int, section: Section) -> str:
+        layout = self.layout
+        assert layout is not None
+        node = layout.nodes[i]
+        if section.reference:
+            return reference_text(node)
+        cut = alloc.cut.get(i)
+        if cut is not None:
+            return cut[1]
+        return self.cache.text(node, section.rendered_state)
+
+    def _assemble(
+        self,
+        plan: _Plan,
+        budget: int,
+        changes_text: str,
+        changes_tokens: int,
+        previous: Projection | None,
+    ) -> Projection:
+        layout = self.layout
+        assert layout is not None
+        alloc, body = plan.alloc, plan.body
+        nodes = layout.nodes
+        dirty, alloc.dirty = alloc.dirty, set()
+        if not body.valid or len(dirty) * 4 > len(layout):
+            body.rebuild(
+                len(layout),
+                lambda i: self._shown(alloc, i),
+            )
+            first = 0
+        else:
+            first = body.patch(
+                sorted(dirty),
+                lambda i: self._section(alloc, i),
+                lambda i, s: self._text(alloc, i, s),
+                lambda i: nodes[i].volatile,
+            )
+        sections = body.all_sections()
+        omitted = len(layout.first) - body.nodes
+        used = body.tokens + changes_tokens
+        if body.moved or plan.names is None:
+            plan.names = self._footer_names(body, omitted) if omitted else []
+        names = plan.names
+        footer_text, footer_tokens = footer(omitted, names, self.cache, budget, budget - used)
+        text = body.text() + changes_text + footer_text
+        tokens = used + footer_tokens
+        exact = self.cache.counter.name in SUMMABLE_ENCODINGS and not body.unsafe
+        if not exact and tokens > budget - max(8, budget // 50):
+            tokens = self.cache.counter.count_exact(text)
+        if tokens > budget:  # the sum was not exact: let the careful path drop sections
+            body.valid = False
+            return self._assemble_slow(plan, budget, changes_text, changes_tokens, previous)
+        stable = self._stable(plan, body, sections, first, previous)
+        return Projection(
+            text,
+            tokens,
+            budget,
+            sections,
+            stable_prefix_tokens=stable,
+            account=self._account(alloc, body),
+        )
+
+    def _shown(self, alloc: Allocation, i: int) -> tuple[tuple[Section, str] | None, bool]:
+        layout = self.layout
+        assert layout is not None
+        section = self._section(alloc, i)
+        if section is None:
+            return None, False
+        return (section, self._text(alloc, i, section)), layout.nodes[i].volatile
+
+    def _footer_names(self, body: Body, count: int) -> list[str]:
+        layout = self.layout
+        assert layout is not None
+        ref, shown, nodes, labels = layout.ref, body.shown, layout.nodes, self.labels
+        names: list[str] = []
+        limit = min(count, FOOTER_NAMES)
+        i, n = 0, len(nodes)
+        while i < n and len(names) < limit:
+            i = shown.find(0, i)
+            if i < 0:
+                break
+            if not ref[i]:
+                names.append(f"#{nodes[i].id} ({labels[i]})")
+            i += 1
+        return names
+
+    def _stable(
+        self,
+        plan: _Plan,
+        body: Body,
+        sections: list[Section],
+        first: int,
+        previous: Projection | None,
+    ) -> int:
+        """Tokens of the leading sections identical to ``previous``'s."""
+        if previous is None:
+            return 0
+        before = previous.sections
+        if previous is plan.last and first > 0:
+            k = body.count.prefix(first)
+            total = body.toks.prefix(first)
+        elif previous is plan.last and first < 0:
+            k, total = len(body.sections), body.toks.prefix(len(self.layout or ()))
+        else:
+            k, total = 0, 0
+        for now, was in zip(sections[k:], before[k:], strict=False):
+            if now != was:
+                break
+            total += now.tokens
+        return total
+
+    def _account(self, alloc: Allocation, body: Body) -> Account:
+        layout = self.layout
+        assert layout is not None
+        nodes, ref, requested = layout.nodes, layout.ref, layout.requested
+        cur, vis, dropped, gone = (
+            bytes(alloc.cur),
+            bytes(alloc.vis),
+            bytes(alloc.dropped),
+            bytes(body.shown),
+        )
+        cut = {i: keep for i, (keep, _, _) in alloc.cut.items()}
+        labels, prio = self.labels, self.prio
+        self._labels_shared = self._prio_shared = True
+
+        def omitted() -> list[str]:
+            return [nodes[i].id for i in range(len(nodes)) if not gone[i] and not ref[i]]
+
+        def reasons() -> dict[str, str]:
+            out: dict[str, str] = {}
+            for i in range(len(nodes)):
+                if ref[i]:
+                    continue
+                if dropped[i]:
+                    why = COMPANION_REASON
+                elif not vis[i]:
+                    why = "inside a collapsed parent (budget)"
+                elif cur[i] == OMIT:
+                    why = f"left out: budget (priority {prio[i]})"
+                elif i in cut:
+                    why = f"cut to {cut[i]} lines to fit the budget"
+                elif cur[i] < requested[i]:
+                    why = f"degraded for budget (priority {prio[i]})"
+                else:
+                    continue
+                out[nodes[i].id] = why
+            return out
+
+        def label_map() -> dict[str, str]:
+            return {nodes[i].id: labels[i] for i in range(len(nodes)) if not ref[i]}
+
+        return Account(omitted, reasons, label_map)
+
+    # -- the careful path ----------------------------------------------------------------
+
+    def _assemble_slow(
+        self,
+        plan: _Plan,
+        budget: int,
+        changes_text: str,
+        changes_tokens: int,
+        previous: Projection | None,
+    ) -> Projection:
+        """Re-walk the graph at the decided states and assemble from scratch, dropping the
+        last sections until an exact count proves the budget. Used when a multi-parent
+        node moves to a later parent (its first place is hidden) or when the summed
+        section counts are not exact for the encoding."""
+        layout = self.layout
+        assert layout is not None
+        alloc, body = plan.alloc, plan.body
+        body.valid = False
+        alloc.dirty.clear()
+        nodes, ref, first = layout.nodes, layout.ref, layout.first
+        state = {nodes[i].id: alloc.cur[i] for i in range(len(nodes)) if not ref[i]}
+        cut = {nodes[i].id: c for i, c in alloc.cut.items()}
+        dropped = {nodes[i].id for i in range(len(nodes)) if alloc.dropped[i]}
+        reasons: dict[str, str] = {nid: COMPANION_REASON for nid in dropped}
+        parts: list[tuple[Section, str]] = []
+        tail: list[tuple[Section, str]] = []
+        shown: set[str] = set()
+        for entry in walk(self.graph, lambda n: STATES[state.get(n.id, n.state)]):
+            node = entry.node
+            st = STATES[state.get(node.id, node.state)]
+            if node.id in dropped:
+                continue
+            if entry.reference:
+                text = reference_text(node)
+                section = Section(
+                    node.id, node.state, st, self.cache.counter.count(text), reference=True,
+                    version=node.version,
+                )  # fmt: skip
+            else:
+                shown.add(node.id)
+                c = cut.get(node.id)
+                if c is not None:
+                    cuttable = getattr(node, "cuttable_lines", None)
+                    lines = (cuttable() - c[0]) if cuttable is not None else 0
+                    text = c[1]
+                    section = Section(node.id, node.state, st, c[2], lines, version=node.version)
+                else:
+                    text, tokens = self.cache.get(node, st)
+                    section = Section(node.id, node.state, st, tokens, version=node.version)
+            (tail if node.volatile else parts).append((section, text))
+        for i, peers in alloc.companions.items():
+            nid = nodes[i].id
+            if nid in shown and any(p not in shown for p in peers):
+                shown.discard(nid)
+                reasons[nid] = COMPANION_REASON
+                parts = [(s, t) for s, t in parts if s.reference or s.node_id != nid]
+                tail = [(s, t) for s, t in tail if s.reference or s.node_id != nid]
+        omitted = [nodes[i].id for i in range(len(nodes)) if not ref[i]]
+        omitted = [nid for nid in omitted if nid not in shown]
+        account = self._account(alloc, body)
+        base = account.reasons()
+        for nid in omitted:
+            reasons.setdefault(nid, base.get(nid, "left out: budget"))
+        while True:
+            both = parts + tail
+            used = sum(s.tokens for s, _ in both) + changes_tokens
+            names = [f"#{nid} ({self.labels[first[nid]]})" for nid in omitted[:FOOTER_NAMES]]
+            footer_text, _ = footer(len(omitted), names, self.cache, budget, budget - used)
+            text = "".join(t for _, t in both) + changes_text + footer_text
+            tokens = self.cache.counter.count_exact(text)
+            if tokens <= budget or not both:
+                break
+            dropped_section, _ = (tail or parts).pop()
+            if not dropped_section.reference:
+                omitted.append(dropped_section.node_id)
+                reasons[dropped_section.node_id] = "left out: budget (final check)"
+        if tokens > budget:
+            text, tokens = "", 0
+        sections = [s for s, _ in parts + tail]
+        for s in sections:
+            if not s.reference and s.rendered_state < s.requested_state:
+                reasons.setdefault(s.node_id, base.get(s.node_id, "degraded for budget"))
+        degraded = {
+            s.node_id: (s.requested_state, s.rendered_state)
+            for s in sections
+            if not s.reference and (s.rendered_state < s.requested_state or s.cut_lines)
+        }
+        reasons = {k: v for k, v in reasons.items() if k in degraded or k in omitted}
+        stable = 0
+        if previous is not None:
+            for now, was in zip(sections, previous.sections, strict=False):
+                if now != was:
+                    break
+                stable += now.tokens
+        return Projection(
+            text,
+            tokens,
+            budget,
+            sections,
+            omitted,
+            degraded,
+            reasons,
+            stable,
+            account.labels(),
+        )

@@ -1,0 +1,172 @@
+"""Array-backed segment trees over the slots of the degrade order (see :mod:`.allocation`).
+
+- :class:`PrefixTree`: each leaf is a block of consecutive steps (a node's degrade steps),
+  stored as (sum of deltas, minimum prefix sum within the block, trigger flag). It finds,
+  in O(log n), the first leaf at which a running total first drops to a threshold.
+- :class:`MinTree`: a value per leaf; finds the last leaf before a position whose value
+  is at most a bound (the next node a greedy pass in reverse order would take).
+
+Values are machine integers (``array('q')``): no Python objects per leaf. ``INF`` marks
+an empty leaf; sums involving it stay far above any real total.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+INF = 1 << 60
+
+
+def capacity_for(n: int) -> int:
+    """The smallest power of two >= ``n`` (at least 1)."""
+    cap = 1
+    while cap < n:
+        cap <<= 1
+    return cap
+
+
+def _cover(cap: int, lo: int, hi: int) -> list[int]:
+    """Tree nodes covering leaves [lo, hi), left to right."""
+    left: list[int] = []
+    right: list[int] = []
+    lo += cap
+    hi += cap
+    while lo < hi:
+        if lo & 1:
+            left.append(lo)
+            lo += 1
+        if hi & 1:
+            hi -= 1
+            right.append(hi)
+        lo >>= 1
+        hi >>= 1
+    right.reverse()
+    return left + right
+
+
+class PrefixTree:
+    """Blocks of steps with prefix-sum search (see the module docstring)."""
+
+    __slots__ = ("cap", "mn", "sum", "trig")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.sum = array("q", bytes(16 * cap))
+        self.mn = array("q", [INF]) * (2 * cap)
+        self.trig = array("q", bytes(16 * cap))
+
+    def load(self, leaves: list[tuple[int, int, int]]) -> None:
+        """Set leaves 0..len-1 at once (the rest empty) and build the inner nodes."""
+        cap, s, m, t = self.cap, self.sum, self.mn, self.trig
+        for i, (a, b, c) in enumerate(leaves):
+            s[cap + i], m[cap + i], t[cap + i] = a, b, c
+        for j in range(cap - 1, 0, -1):
+            lft = 2 * j
+            s[j] = s[lft] + s[lft + 1]
+            x, y = m[lft], s[lft] + m[lft + 1]
+            m[j] = x if x < y else y
+            t[j] = t[lft] + t[lft + 1]
+
+    def set(self, i: int, total: int, low: int, trig: int) -> None:
+        """Set leaf ``i`` to a block with sum ``total``, minimum prefix ``low``."""
+        s, m, t = self.sum, self.mn, self.trig
+        j = i + self.cap
+        if s[j] == total and m[j] == low and t[j] == trig:
+            return
+        s[j], m[j], t[j] = total, low, trig
+        j >>= 1
+        while j:
+            lft = 2 * j
+            s[j] = s[lft] + s[lft + 1]
+            x, y = m[lft], s[lft] + m[lft + 1]
+            m[j] = x if x < y else y
+            t[j] = t[lft] + t[lft + 1]
+            j >>= 1
+
+    def total(self) -> int:
+        return self.sum[1]
+
+    def prefix(self, i: int) -> int:
+        """Sum of leaves [0, i)."""
+        s = self.sum
+        return sum(s[j] for j in _cover(self.cap, 0, i))
+
+    def first_trigger(self) -> int:
+        """Index of the first leaf with a trigger, or ``cap`` if none."""
+        t = self.trig
+        if not t[1]:
+            return self.cap
+        j = 1
+        while j < self.cap:
+            j = 2 * j if t[2 * j] else 2 * j + 1
+        return j - self.cap
+
+    def find_first(self, bound: int, lo: int, hi: int) -> tuple[int, int]:
+        """First leaf ``i`` in [lo, hi) with prefix(i) + minprefix(leaf i) <= ``bound``.
+
+        Returns (i, prefix(i)), or (-1, 0) when no leaf qualifies.
+        """
+        if lo >= hi:
+            return -1, 0
+        s, m, cap = self.sum, self.mn, self.cap
+        pre = self.prefix(lo)
+        for j in _cover(cap, lo, hi):
+            if pre + m[j] <= bound:
+                while j < cap:
+                    j *= 2
+                    if pre + m[j] > bound:
+                        pre += s[j]
+                        j += 1
+                return j - cap, pre
+            pre += s[j]
+        return -1, 0
+
+
+class MinTree:
+    """A value per leaf; finds the last leaf before a position with value <= a bound."""
+
+    __slots__ = ("cap", "mn")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.mn = array("q", [INF]) * (2 * cap)
+
+    def load(self, values: list[int]) -> None:
+        cap, m = self.cap, self.mn
+        for i, v in enumerate(values):
+            m[cap + i] = v
+        for j in range(cap - 1, 0, -1):
+            x, y = m[2 * j], m[2 * j + 1]
+            m[j] = x if x < y else y
+
+    def get(self, i: int) -> int:
+        return self.mn[i + self.cap]
+
+    def set(self, i: int, value: int) -> None:
+        m = self.mn
+        j = i + self.cap
+        if m[j] == value:
+            return
+        m[j] = value
+        j >>= 1
+        while j:
+            x, y = m[2 * j], m[2 * j + 1]
+            v = x if x < y else y
+            if m[j] == v:
+                return
+            m[j] = v
+            j >>= 1
+
+    def find_last(self, hi: int, bound: int) -> int:
+        """The last leaf ``i < hi`` with value <= ``bound``, or -1."""
+        m, cap = self.mn, self.cap
+        if m[1] > bound or hi <= 0:
+            return -1
+        for j in reversed(_cover(cap, 0, hi)):
+            if m[j] <= bound:
+                while j < cap:
+                    j = 2 * j + 1
+                    if m[j] > bound:
+                        j -= 1
+                return j - cap
+        return -1
