@@ -149,6 +149,7 @@ class Node:
     __slots__ = (
         "__weakref__",
         "_priority",
+        "_tags",
         "created_at",
         "frequency",
         "graph",
@@ -157,7 +158,6 @@ class Node:
         "mode",
         "seq",
         "state",
-        "tags",
         "updated_at",
         "version",
     )
@@ -187,7 +187,7 @@ class Node:
         self.mode: Literal["running", "paused"] = mode
         self.frequency = frequency or self.default_frequency
         self._priority = priority
-        self.tags: set[str] = set(tags)
+        self._tags: set[str] | None = set(tags) or None  # most nodes have none: no set
         self.created_at = self.updated_at = time.time()
         self.graph: ContextGraph | None = None
         self.last_run: float | None = None
@@ -207,6 +207,17 @@ class Node:
         if value != self._priority:
             self._priority = value
             self.mark_changed(f"priority: {value}")
+
+    @property
+    def tags(self) -> set[str]:
+        """The node's labels (a mutable set)."""
+        if self._tags is None:
+            self._tags = set()
+        return self._tags
+
+    @tags.setter
+    def tags(self, value: Iterable[str]) -> None:
+        self._tags = set(value)
 
     @property
     def parents(self) -> list[Node]:
@@ -335,7 +346,7 @@ class Node:
             "mode": self.mode,
             "frequency": self.frequency.to_dict(),
             "priority": self._priority,
-            "tags": sorted(self.tags),
+            "tags": sorted(self._tags or ()),
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "data": self.data_dict(),

@@ -1,8 +1,10 @@
 """TextNode: a file under the session root, whole or as a line range.
 
 The node reads its file when created and again on :meth:`TextNode.recompute`, which
-compares mtime and size first and the content digest second, so an untouched file costs
-one ``stat`` and a touched-but-identical file does not bump the version (early cutoff).
+compares mtime and size first and the content second, so an untouched file costs one
+``stat`` and a touched-but-identical file does not bump the version (early cutoff). The
+lines shown are kept as one string (``"\n"``-joined), not a list of lines: a list costs
+more memory than the text it holds.
 Binary, non-UTF-8, unreadable and deleted files render a one-line placeholder instead of
 content, and so does a path that resolves outside the root (a symlink swapped in after the
 node was made, or a node loaded from a tampered session file): nothing outside the root is
@@ -12,10 +14,11 @@ ever read. A file larger than ``max_bytes`` is never loaded whole: only its firs
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import mimetypes
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
@@ -37,6 +40,23 @@ _LANGUAGES = {
 }  # fmt: skip
 
 
+_Read = tuple[tuple[int, int] | None, str | None, list[str], str | None]
+
+
+def _binary(size: int) -> str:
+    return f"[binary file, {size:,} bytes, not shown]"
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(root: str, cwd: str) -> Path:
+    return Path(cwd, root).resolve()
+
+
+def _resolved_root(root: str) -> Path:
+    """``Path(root).resolve()``, shared by the nodes of a session (one object, one lookup)."""
+    return _resolved(root, "" if os.path.isabs(root) else os.getcwd())
+
+
 class TextNode(Node):
     """File content, optionally lines ``start_line``..``end_line`` (1-based, inclusive)."""
 
@@ -46,9 +66,9 @@ class TextNode(Node):
     default_frequency: ClassVar[TickFrequency] = TickFrequency.turn()
 
     __slots__ = (
-        "_digest",
-        "_lines",
+        "_n",
         "_stat",
+        "_text",
         "end_line",
         "max_bytes",
         "media_type",
@@ -72,17 +92,17 @@ class TextNode(Node):
         **node_fields: Any,
     ) -> None:
         super().__init__(**node_fields)
-        self.root = Path(root).resolve()
+        self.root = _resolved_root(os.fspath(root))
         self.path = Path(path).as_posix()
         self.start_line = start_line
         self.end_line = end_line
         self.media_type = media_type or mimetypes.guess_type(self.path)[0] or "text/plain"
         self.max_bytes = max_bytes
-        self._lines: list[str] = []
+        self._text = ""  # the lines shown, "\n"-joined
+        self._n = -1  # how many lines that is (-1: not read yet)
         self.placeholder: str | None = None
         self.notice: str | None = None
         self._stat: tuple[int, int] | None = None
-        self._digest = b""
         self.total_bytes = 0
         self._load(self._read())
 
@@ -95,37 +115,43 @@ class TextNode(Node):
     @property
     def lines(self) -> list[str]:
         """The lines shown (without line ends); empty when a placeholder stands instead."""
-        return self._lines
+        return self._text.split("\n") if self._n > 0 else []
 
     @property
     def content(self) -> str:
-        return "\n".join(self._lines)
+        return self._text
 
-    def _read(self) -> tuple[tuple[int, int] | None, str | None, list[str], str | None]:
+    def _read(self) -> _Read:
         """Read the file: (stat key, placeholder, lines, notice)."""
+        root = str(self.root)
+        full = os.path.join(root, self.path)
         try:
-            st = self.abspath.stat()
+            st = os.stat(full)
         except FileNotFoundError:
             return None, "[file deleted]", [], None
         except OSError as exc:
             return None, f"[file unreadable: {exc.strerror or exc}]", [], None
         key = (st.st_mtime_ns, st.st_size)
-        if not Path(os.path.realpath(self.abspath)).is_relative_to(self.root):
+        real = os.path.realpath(full)
+        if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
             # A symlink swapped in since, or a loaded node naming ../ or an absolute path.
             return key, "[outside the session root, not shown]", [], None
-        if not self.abspath.is_file():
+        if not stat.S_ISREG(st.st_mode):
             return key, "[not a regular file]", [], None
         self.total_bytes = st.st_size
         try:
-            with self.abspath.open("rb") as handle:
-                head = handle.read(_SNIFF_BYTES)
-                if b"\x00" in head:
-                    return key, f"[binary file, {st.st_size:,} bytes, not shown]", [], None
-                handle.seek(0)
+            with open(full, "rb") as handle:
                 if self.start_line is not None or self.end_line is not None:
+                    head = handle.read(_SNIFF_BYTES)
+                    if b"\x00" in head:
+                        return key, _binary(st.st_size), [], None
+                    handle.seek(0)
                     data, truncated = self._read_range(handle)
                 else:
-                    data = handle.read(self.max_bytes)
+                    data = handle.read(max(self.max_bytes, _SNIFF_BYTES))
+                    if b"\x00" in data[:_SNIFF_BYTES]:
+                        return key, _binary(st.st_size), [], None
+                    data = data[: self.max_bytes]
                     truncated = st.st_size > len(data)
         except OSError as exc:
             return key, f"[file unreadable: {exc.strerror or exc}]", [], None
@@ -136,13 +162,13 @@ class TextNode(Node):
                 return key, f"[not UTF-8 text (byte {exc.start:,}), not shown]", [], None
             text = data[: exc.start].decode("utf-8")  # a character cut by max_bytes
         lines = text.splitlines()
-        notice = None
-        if truncated:
-            lines = lines[:-1] if lines and not text.endswith("\n") else lines
-            notice = (
-                f"[file is {st.st_size:,} bytes; only {len(lines):,} lines were read;"
-                " open a (smaller) line range to see more]"
-            )
+        if not truncated:
+            return key, None, lines, None
+        lines = lines[:-1] if lines and not text.endswith("\n") else lines
+        notice = (
+            f"[file is {st.st_size:,} bytes; only {len(lines):,} lines were read;"
+            " open a (smaller) line range to see more]"
+        )
         return key, None, lines, notice
 
     def _read_range(self, handle: BinaryIO) -> tuple[bytes, bool]:
@@ -173,25 +199,21 @@ class TextNode(Node):
             taken += 1
         return b"".join(chunks), False
 
-    def _load(self, read: tuple[tuple[int, int] | None, str | None, list[str], str | None]) -> bool:
+    def _load(self, read: _Read) -> bool:
         """Adopt a read result; return whether what the node shows changed."""
         key, placeholder, lines, notice = read
         self._stat = key
-        digest = hashlib.blake2b(
-            "\n".join([placeholder or "", notice or "", *lines]).encode("utf-8", "replace"),
-            digest_size=16,
-        ).digest()
-        if digest == self._digest:
+        text, n = "\n".join(lines), len(lines)
+        if (placeholder, notice, n, text) == (self.placeholder, self.notice, self._n, self._text):
             return False
-        self._digest = digest
-        self.placeholder, self._lines, self.notice = placeholder, lines, notice
+        self.placeholder, self._text, self._n, self.notice = placeholder, text, n, notice
         return True
 
     def recompute(self) -> bool:
         """Re-read the file if its mtime or size changed; bump the version only if the
         shown content differs."""
         try:
-            st = self.abspath.stat()
+            st = os.stat(os.path.join(str(self.root), self.path))
             key: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
         except OSError:
             key = None
@@ -224,7 +246,7 @@ class TextNode(Node):
         return f"{fence}{language}\n{body}\n{fence}"
 
     def render_state(self, state: NodeState) -> str:
-        n = len(self._lines)
+        n = self._n
         if self.placeholder is not None:
             if state == NodeState.COLLAPSED:
                 return f"- {self.label()} {self.placeholder}"
@@ -232,33 +254,42 @@ class TextNode(Node):
         if state == NodeState.COLLAPSED:
             return f"- {self.label()} ({n} lines)"
         if state == NodeState.SUMMARY:
-            outline = [line for line in self._lines if _OUTLINE.match(line)][:40]
-            shown = outline or self._lines[:5]
+            lines = self.lines
+            outline = [line for line in lines if _OUTLINE.match(line)][:40]
+            shown = outline or lines[:5]
             rest = f"({n} lines; outline)" if outline else f"({n} lines; first {len(shown)})"
             return "\n".join([self._header(), rest, *shown])
         return self.render_cut(state, n)
 
     def cuttable_lines(self) -> int:
         """How many lines the projection may cut from this node (0: not cuttable)."""
-        return 0 if self.placeholder is not None else len(self._lines)
+        return 0 if self.placeholder is not None else self._n
 
     def render_cut(self, state: NodeState, keep: int) -> str:
         """Render at DETAILS (plain) or ALL (numbered lines) keeping the first ``keep`` lines."""
-        first = self.start_line or 1
-        shown = self._lines[:keep]
+        first, n = self.start_line or 1, self._n
         if state >= NodeState.ALL:
-            width = len(str(first + len(self._lines)))
-            shown = [f"{first + i:>{width}} {line}" for i, line in enumerate(shown)]
-        parts = [self._header(), self._fence("\n".join(shown))]
-        cut = len(self._lines) - keep
+            width = len(str(first + n))
+            head = self._first_lines(keep)
+            body = "\n".join(f"{first + i:>{width}} {line}" for i, line in enumerate(head))
+        else:
+            body = self._text if keep >= n else "\n".join(self._first_lines(keep))
+        parts = [self._header(), self._fence(body)]
+        cut = n - keep
         if cut > 0:
             parts.append(
                 f"[… {cut} more lines cut to fit the budget: lines {first + keep}-"
-                f"{first + len(self._lines) - 1} of {self.path}]"
+                f"{first + n - 1} of {self.path}]"
             )
         if self.notice:
             parts.append(self.notice)
         return "\n".join(parts)
+
+    def _first_lines(self, keep: int) -> list[str]:
+        """The first ``keep`` lines shown."""
+        if keep <= 0 or self._n <= 0:
+            return []
+        return self._text.split("\n", keep)[:keep]
 
     # -- serialization ----------------------------------------------------------------
 
