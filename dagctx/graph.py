@@ -444,6 +444,7 @@ class ContextGraph:
             for nid in newer:
                 if not self._dag.pred[nid]:
                     self._roots[nid] = None
+            self.structure_version += 1  # edges and root order were rewritten in place
             for nid in changed_parents:
                 self._nodes[nid].mark_changed(f"restored children from checkpoint {name!r}")
             for nid, state in saved.states.items():

@@ -311,10 +311,21 @@ class Session(
     def restore(self, name: str) -> list[str]:
         """Restore the structure saved under ``name``; return ids of nodes created since.
 
+        Nodes removed since the checkpoint come back, and are again found by path
+        (:meth:`file_changed`) and, for a group with a summarizer, refreshed at tick.
+
         Raises:
             CheckpointError: unknown name (nothing changes).
         """
-        return self.graph.restore(name)
+        newer = self.graph.restore(name)
+        for node in self.graph:
+            if isinstance(node, TextNode):
+                peers = self._path_index.setdefault(node.path, [])
+                if node not in peers:
+                    peers.append(node)
+            elif isinstance(node, GroupNode) and node.summarizer is not None:
+                self._refresh[node.id] = node
+        return newer
 
     def checkpoints(self) -> list[str]:
         return self.graph.checkpoints()
