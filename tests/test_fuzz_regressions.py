@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from robust_support import session_picture
 
-from dagctx import CheckpointError, CycleError, PathError, Session
+from dagctx import CheckpointError, CycleError, PathError, Session, TickFrequency
 
 HUGE = 100 * 2**20
 
@@ -141,3 +141,31 @@ class TestGroupUnderItsMember:
                 with pytest.raises(CycleError, match="cycle"):
                     s.group(member, parent=parent)  # was: the group stayed, half linked
                 assert session_picture(s) == before
+
+
+class TestRestoreKeepsTheSessionWhole:
+    """Found by the session model test (tests/test_robust_model.py)."""
+
+    def test_a_root_that_comes_back_is_projected_again(self, tmp_path: Path) -> None:
+        with Session(tmp_path, budget=10_000) as s:
+            inner = s.group(title="inner")
+            s.checkpoint("one")
+            before = s.project().text
+            outer = s.group(inner, title="outer")
+            s.tick()
+            assert s.restore("one") == [outer.id]
+            p = s.project()  # was: the cached layout still had only "outer" as a root
+            assert [x.node_id for x in p.sections] == [inner.id, outer.id]
+            assert p.text.startswith(before.rstrip("\n"))
+
+    def test_a_restored_text_node_hears_of_file_changes(self, tmp_path: Path) -> None:
+        (tmp_path / "a.py").write_text("a = 1\n")
+        with Session(tmp_path) as s:
+            node = s.text("a.py", frequency=TickFrequency.never())  # only file_changed
+            s.checkpoint("one")
+            s.remove(node)
+            s.restore("one")
+            (tmp_path / "a.py").write_text("a = 2\n")
+            s.file_changed("a.py")  # was: the restored node had left the path index
+            assert s.tick().recomputed == [node.id]
+            assert node.lines == ["a = 2"]
