@@ -11,6 +11,9 @@ proves the operation left the state as it was.
   usage, children and checkpoints;
 - :func:`sqlite_picture`: every row of a SQLite file (its bytes when it is not one);
 - :func:`tree_picture`: every entry under a directory with its kind and size.
+
+:func:`examples` is the example count of a property test: its default in the suite, or
+``DAGCTX_FUZZ_EXAMPLES`` to run it as a fuzzer, locally, for a few minutes.
 """
 
 from __future__ import annotations
@@ -22,6 +25,11 @@ from typing import Any
 
 from dagctx.context import Context
 from dagctx.session import Session
+
+
+def examples(default: int) -> int:
+    """``DAGCTX_FUZZ_EXAMPLES`` if set (a long local fuzzing run), else ``default``."""
+    return int(os.environ.get("DAGCTX_FUZZ_EXAMPLES", default))
 
 
 def session_picture(s: Session, *, with_projection: bool = True) -> dict[str, Any]:
