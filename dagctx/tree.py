@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from dagctx.session import Session
 
 ALWAYS_SKIPPED = frozenset({".git", ".dagctx", ".hg", ".svn", "__pycache__"})
+# Placeholders of files the scan leaves out (binary, unreadable or vanished meanwhile).
+_NOT_TEXT = ("[binary file", "[file unreadable", "[file deleted]")
+_PREFETCH = 64  # files whose token counts are started together during a scan
 _SNIFF = 8192
 
 
@@ -124,21 +127,32 @@ def scan_tree(
     if not absolute.is_dir():
         raise PathError(f"{os.fspath(path)!r} is not a directory")
     top_rel = "" if relative == "." else relative
-    top = session.group(title=(top_rel or absolute.name) + "/", state=NodeState.DETAILS)
-    groups: dict[str, GroupNode] = {top_rel: top}
-    files = 0
-    for rel_path, is_dir in iter_files(session.root, absolute):
-        parent = groups[rel_path.rpartition("/")[0] if "/" in rel_path else ""]
-        if is_dir:
-            groups[rel_path] = session.group(
-                title=rel_path + "/", state=NodeState.DETAILS, parent=parent
-            )
-            continue
-        if is_binary(session.root / rel_path):
-            continue
-        node = TextNode(rel_path, root=session.root, frequency=TickFrequency.never())
-        session.add(node, parent=parent)
-        files += 1
-        if progress is not None:
-            progress(files)
+    # One batch: each directory group is notified once at the end, not once per file.
+    with session.graph.batch():
+        top = session.group(title=(top_rel or absolute.name) + "/", state=NodeState.DETAILS)
+        groups: dict[str, GroupNode] = {top_rel: top}
+        files = 0
+        never = TickFrequency.never()
+        added: list[TextNode] = []
+        for rel_path, is_dir in iter_files(session.root, absolute):
+            parent = groups[rel_path.rpartition("/")[0] if "/" in rel_path else ""]
+            if is_dir:
+                groups[rel_path] = session.group(
+                    title=rel_path + "/", state=NodeState.DETAILS, parent=parent
+                )
+                continue
+            # The scan skips symlinks, so the path is known to stay under the root; the
+            # node's own read tells binary and unreadable files (which are skipped).
+            node = TextNode(rel_path, root=session.root, frequency=never, checked=True)
+            if node.placeholder is not None and node.placeholder.startswith(_NOT_TEXT):
+                continue
+            session.add(node, parent=parent)
+            added.append(node)
+            if len(added) == _PREFETCH:
+                session.cache.prefetch(added)  # count in the background while we read on
+                added.clear()
+            files += 1
+            if progress is not None:
+                progress(files)
+        session.cache.prefetch(added)
     return top

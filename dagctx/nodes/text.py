@@ -89,8 +89,12 @@ class TextNode(Node):
         end_line: int | None = None,
         media_type: str | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        checked: bool = False,
         **node_fields: Any,
     ) -> None:
+        """``checked``: the caller has just seen that no part of ``path`` below ``root`` is
+        a symlink (a directory scan), so the first read skips resolving it; later reads
+        always check that the file resolves under the root."""
         super().__init__(**node_fields)
         self.root = _resolved_root(os.fspath(root))
         self.path = Path(path).as_posix()
@@ -104,7 +108,7 @@ class TextNode(Node):
         self.notice: str | None = None
         self._stat: tuple[int, int] | None = None
         self.total_bytes = 0
-        self._load(self._read())
+        self._load(self._read(checked))
 
     # -- reading ----------------------------------------------------------------------
 
@@ -121,7 +125,7 @@ class TextNode(Node):
     def content(self) -> str:
         return self._text
 
-    def _read(self) -> _Read:
+    def _read(self, checked: bool = False) -> _Read:
         """Read the file: (stat key, placeholder, lines, notice)."""
         root = str(self.root)
         full = os.path.join(root, self.path)
@@ -132,7 +136,7 @@ class TextNode(Node):
         except OSError as exc:
             return None, f"[file unreadable: {exc.strerror or exc}]", [], None
         key = (st.st_mtime_ns, st.st_size)
-        real = os.path.realpath(full)
+        real = full if checked else os.path.realpath(full)
         if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
             # A symlink swapped in since, or a loaded node naming ../ or an absolute path.
             return key, "[outside the session root, not shown]", [], None
@@ -242,7 +246,7 @@ class TextNode(Node):
         fence = "```"
         while fence in body:
             fence += "`"
-        language = _LANGUAGES.get(Path(self.path).suffix.lower(), "")
+        language = _LANGUAGES.get(os.path.splitext(self.path)[1].lower(), "")
         return f"{fence}{language}\n{body}\n{fence}"
 
     def render_state(self, state: NodeState) -> str:
