@@ -17,7 +17,8 @@ needs nothing here; a node whose content comes from a file re-reads it on load. 
 file cannot hold is not saved: live resources (running commands, held OS locks, MCP
 connections: their nodes come back as records), custom group summarizers (callables), and
 forked contexts not merged yet. A node whose data names the saved session root under
-``"root"`` follows the session when it is loaded under another root.
+``"root"`` follows the session when it is loaded under another root; a node naming any
+other root is refused (only a tampered file has one, and it would read files there).
 
 The file layout and its atomicity (one transaction per save, safe against a kill at any
 instant; a save that raises leaves the file as it was) belong to :mod:`dagctx.session_file`.
@@ -234,8 +235,15 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
     moved = str(session.root) != saved_root
     by_ref: dict[int, Node] = {}
     for ref, in_graph, seq, last_run, raw in data.nodes:
-        if moved and isinstance(raw.get("data"), dict) and raw["data"].get("root") == saved_root:
-            raw = {**raw, "data": {**raw["data"], "root": str(session.root)}}
+        fields = raw.get("data") if isinstance(raw, dict) else None
+        if isinstance(fields, dict) and "root" in fields:
+            if fields["root"] != saved_root:  # a tampered file: the node would read there
+                raise CheckpointError(
+                    f"session file {where}: node {raw.get('id')!r} reads files under"
+                    f" {fields['root']!r}, not under the session root {saved_root!r}"
+                )
+            if moved:
+                raw = {**raw, "data": {**fields, "root": str(session.root)}}
         node = Node.from_dict(raw)
         node.last_run = last_run
         if in_graph:

@@ -13,15 +13,35 @@ exception, a hang, or a changed state.
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import sqlite3
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
-from robust_support import session_picture
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from robust_support import examples, session_picture
 
-from dagctx import CheckpointError, CycleError, PathError, Session, TickFrequency
+from dagctx import (
+    CheckpointError,
+    CycleError,
+    DagctxError,
+    GraphError,
+    NodeState,
+    PathError,
+    Session,
+    TickFrequency,
+)
+from dagctx.capability import RawContext
+from dagctx.nodes import node_types
+from dagctx.nodes.base import Node
+from dagctx.nodes.group import GroupNode
+from dagctx.nodes.markdown import MarkdownSectionNode
+from dagctx.nodes.mcp import MCPServerNode, MCPToolNode, ToolSpec
 
 HUGE = 100 * 2**20
 
@@ -102,6 +122,65 @@ class TestNothingLeavesTheRoot:
             assert "top secret" not in loaded.project().text
             assert loaded.get("text_1").render().endswith("[outside the session root, not shown]")
 
+    def test_a_tampered_session_file_naming_another_root_is_refused(self, tmp_path: Path) -> None:
+        root = tmp_path / "root"
+        root.mkdir()
+        (tmp_path / "secret.txt").write_text("top secret\n")
+        (root / "a.txt").write_text("harmless\n")
+        with Session(root) as s:
+            s.text("a.txt")
+            saved = s.save()
+        conn = sqlite3.connect(saved)
+        conn.execute(
+            "UPDATE session_nodes SET data = json_set(data, '$.data.root', ?, '$.data.path',"
+            " 'secret.txt')",
+            (str(tmp_path),),
+        )
+        conn.commit()
+        conn.close()
+        with pytest.raises(CheckpointError, match="not under the session root"):
+            Session.load(saved)  # was: the node read secret.txt under its own root
+
+
+class TestNodeDataIsChecked:
+    """Found by fuzzing Node.from_dict: malformed data came back as a node that failed
+    later, when rendered, ticked or saved."""
+
+    @pytest.mark.parametrize(
+        ("patch", "where"),
+        [
+            ({"frequency": True}, None),
+            ({"tags": "abc"}, None),
+            ({"tags": [1]}, None),
+            ({"mode": "sleeping"}, None),
+            ({"version": -1}, None),
+            ({"version": "3"}, None),
+            ({"priority": True}, None),
+            ({"created_at": float("nan")}, None),
+            ({"id": 7}, None),
+            ({"data": [1]}, None),
+            ({"title": [None]}, "data"),
+        ],
+    )
+    def test_malformed_group_data_is_refused(
+        self, patch: dict[str, Any], where: str | None
+    ) -> None:
+        raw = GroupNode("g", id="group_1").to_dict()
+        (raw[where] if where else raw).update(patch)
+        with pytest.raises(GraphError, match="malformed group node data"):
+            Node.from_dict(raw)
+
+    def test_a_section_without_a_document_path_is_refused(self) -> None:
+        raw = MarkdownSectionNode("d.md", (("A", 0),), 2, "A", ["x"], id="s_1").to_dict()
+        raw["data"]["doc_path"] = None
+        with pytest.raises(GraphError, match="markdown_section"):
+            Node.from_dict(raw)  # was: a TypeError when the section was rendered
+
+    def test_good_data_still_round_trips(self) -> None:
+        node = GroupNode("g", id="group_1", priority=3, tags=["x"])
+        again = Node.from_dict(json.loads(json.dumps(node.to_dict())))
+        assert again.to_dict() == node.to_dict()
+
 
 class TestPathsTheOsRefuses:
     """Lookups the OS refuses (loops, names too long, NUL bytes) are typed errors."""
@@ -169,3 +248,99 @@ class TestRestoreKeepsTheSessionWhole:
             s.file_changed("a.py")  # was: the restored node had left the path index
             assert s.tick().recomputed == [node.id]
             assert node.lines == ["a = 2"]
+
+
+# -- fuzz targets ------------------------------------------------------------------------
+
+JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats()  # NaN and infinities too: json.loads reads them from a session file
+    | st.text(max_size=12)
+)
+JSON = st.recursive(
+    JSON_SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+FUZZ = settings(
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+@st.composite
+def mutated(draw: st.DrawFn, original: dict[str, Any]) -> dict[str, Any]:
+    """``original`` (a to_dict-like mapping) with 1-3 keys replaced, deleted or added, at
+    the top level or one level down."""
+    data = copy.deepcopy(original)
+    for _ in range(draw(st.integers(1, 3))):
+        target = data
+        nested = [k for k, v in data.items() if isinstance(v, dict)]
+        if nested and draw(st.booleans()):
+            target = data[draw(st.sampled_from(nested))]
+        action = draw(st.sampled_from(["replace", "delete", "add"]))
+        keys = list(target)
+        if action == "add" or not keys:
+            target[draw(st.text(max_size=6))] = draw(JSON)
+        elif action == "delete":
+            del target[draw(st.sampled_from(keys))]
+        else:
+            target[draw(st.sampled_from(keys))] = draw(JSON)
+    return data
+
+
+def usable(node: Node) -> None:
+    """A node that from_dict returned must render, label and serialize, and project."""
+    for state in NodeState:
+        assert isinstance(node.render(state), str)
+    assert isinstance(node.label(), str)
+    json.dumps(node.to_dict())
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The to_dict of a node of every registered type, from a real session."""
+    root = tmp_path_factory.mktemp("samples")
+    (root / "a.py").write_text("def f():\n    return 1\n")
+    (root / "notes.md").write_text("# Notes\n\nintro\n\n## Plan\n\n- one\n")
+    with Session(root) as s:
+        s.text("a.py", lines=(1, 1))
+        s.group(s.text("a.py"), title="g")
+        topic = s.topic("t")
+        s.message("user", "hi", topic=topic)
+        s.message("tool_call", "{}", tool_call_id="c1", name="read")
+        s.message("tool_result", "ok", tool_call_id="c1", name="read")
+        s.artifact("x = 1", language="python", title="snippet")
+        s.markdown("notes.md")
+        s.wait(s.shell("echo", ["hi"]), timeout=30)
+        s.wait(s.lock("a.py"), timeout=30)
+        s.work_on("fix", "a.py")
+        s.capability(RawContext("FUZZ_TYPE", {"items": [1, 2]}), "k")
+        server = MCPServerNode("fx", command=["fx-server"])
+        s.add(server)
+        server.set_status("disconnected")
+        s.add(MCPToolNode("fx", ToolSpec("add", "adds", input_schema={})), parent=server)
+        s.session_node()
+        s.tick()
+        dicts = [node.to_dict() for node in s.nodes()]
+    assert {d["type"] for d in dicts} >= set(node_types()) - {"probe"}
+    return dicts
+
+
+class TestFuzzNodeFromDict:
+    @FUZZ
+    @given(data=st.data())
+    def test_a_node_comes_back_usable_or_the_data_is_refused(
+        self, samples: list[dict[str, Any]], data: st.DataObject
+    ) -> None:
+        raw = data.draw(mutated(data.draw(st.sampled_from(samples))))
+        try:
+            node = Node.from_dict(raw)
+        except DagctxError:
+            return
+        usable(node)

@@ -15,6 +15,7 @@ from outside, :meth:`recompute` (returning whether the content changed: early cu
 from __future__ import annotations
 
 import enum
+import json
 import math
 import time
 from collections.abc import Iterable
@@ -356,23 +357,66 @@ class Node:
     def from_dict(data: dict[str, Any]) -> Node:
         """Rebuild a node from :meth:`to_dict` output, dispatching on its ``type``.
 
+        The common fields are checked (id, version, state, mode, frequency, priority,
+        tags, times), and the rebuilt node must render at every state and serialize back
+        to JSON, so malformed type data is refused here rather than when it is projected.
+
         Raises:
-            GraphError: the type is unknown or the data is malformed.
+            GraphError: the type is unknown or the data is malformed (a type's own error,
+                such as ShellError for an unknown status, may come instead).
         """
         if not isinstance(data, dict):
             raise GraphError(f"node data must be a dict, got {type(data).__name__}")
         cls = resolve_node_type(data.get("type"))
         try:
-            node = cls.from_data(data.get("data") or {})
-            node.id = str(data["id"])
-            node.version = int(data["version"])
+            raw = data.get("data") or {}
+            if not isinstance(raw, dict):
+                raise TypeError(f"'data' must be a dict, got {raw!r}")
+            node = cls.from_data(raw)
+            node.id = _checked(data["id"], str, "id")
+            node.version = _checked(data["version"], int, "version")
             node.state = NodeState.parse(data["state"])
             node.mode = data.get("mode", "running")
-            node.frequency = TickFrequency.from_dict(data.get("frequency") or {"kind": "never"})
-            node._priority = data.get("priority")
-            node.tags = set(data.get("tags", ()))
-            node.created_at = float(data.get("created_at", node.created_at))
-            node.updated_at = float(data.get("updated_at", node.updated_at))
-        except (KeyError, TypeError, ValueError) as exc:
+            if node.mode not in ("running", "paused"):
+                raise ValueError(f"mode must be 'running' or 'paused', got {node.mode!r}")
+            frequency = data.get("frequency") or {"kind": "never"}
+            node.frequency = TickFrequency.from_dict(_checked(frequency, dict, "frequency"))
+            node._priority = _checked(data.get("priority"), int | None, "priority")
+            tags = _checked(data.get("tags", []), list, "tags")
+            node.tags = {_checked(tag, str, "a tag") for tag in tags}
+            for name in ("created_at", "updated_at"):
+                at = _checked(data.get(name, getattr(node, name)), int | float, name)
+                setattr(node, name, float(at))
+            _check_usable(node)
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise GraphError(f"malformed {cls.type_name} node data: {exc!r}") from exc
         return node
+
+
+def _checked(value: Any, kind: Any, name: str) -> Any:
+    """``value`` if it is of ``kind`` (never a bool where a number is asked, never NaN or
+    an infinity); TypeError or ValueError naming ``name`` otherwise."""
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise TypeError(f"{name} must be {kind}, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if name == "version" and value < 0:
+        raise ValueError(f"version must be >= 0, got {value!r}")
+    return value
+
+
+def _check_usable(node: Node) -> None:
+    """Render ``node`` at every state and dump it to strict JSON, as a session will.
+
+    Type data that slipped past a type's ``from_data`` makes its own rendering code fail
+    with whatever error that code meets; it is reported as a ValueError here.
+    """
+    try:
+        texts = [node.render(state) for state in NodeState] + [node.label()]
+        if not all(isinstance(text, str) for text in texts):
+            raise TypeError(f"renders and label must be strings, got {texts!r}")
+        json.dumps(node.to_dict(), allow_nan=False)
+    except GraphError:
+        raise
+    except Exception as exc:  # per-type code on bad data: any error means "malformed"
+        raise ValueError(f"{node.type_name} node cannot be rendered or saved: {exc!r}") from exc
