@@ -141,7 +141,7 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
             raise CheckpointError(f"cannot open checkpoint file {self._where}: {exc}") from exc
         try:
             found = self._prepare(conn)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             conn.close()
             raise CheckpointError(f"{self._where} is not a usable checkpoint file: {exc}") from exc
         if found != str(CHECKPOINT_SCHEMA):
@@ -180,7 +180,7 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
                 raise CheckpointError(f"checkpoint store on {self._where} is closed")
             try:
                 yield self._conn
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, UnicodeDecodeError) as exc:  # bad text bytes in a row too
                 raise CheckpointError(
                     f"cannot {action} task {self._task_id!r} in {self._where}: {exc}"
                 ) from exc

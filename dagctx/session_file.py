@@ -100,7 +100,7 @@ def _open(path: Path, action: str, *, create: bool) -> Iterator[sqlite3.Connecti
         raise CheckpointError(f"cannot {action} session file {where}: {exc}") from exc
     try:
         yield conn
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # a damaged file: bad text bytes too
         raise CheckpointError(f"cannot {action} session file {where}: {exc}") from exc
     finally:
         conn.close()

@@ -13,6 +13,7 @@ exception, a hang, or a changed state.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -21,8 +22,9 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from robust_support import examples, session_picture
 
@@ -37,11 +39,14 @@ from dagctx import (
     TickFrequency,
 )
 from dagctx.capability import RawContext
+from dagctx.checkpoint import Checkpoint, SQLiteCheckpointStore
+from dagctx.context import Context
 from dagctx.nodes import node_types
 from dagctx.nodes.base import Node
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.markdown import MarkdownSectionNode
 from dagctx.nodes.mcp import MCPServerNode, MCPToolNode, ToolSpec
+from dagctx.tokens import get_encoding
 
 HUGE = 100 * 2**20
 
@@ -140,6 +145,33 @@ class TestNothingLeavesTheRoot:
         conn.close()
         with pytest.raises(CheckpointError, match="not under the session root"):
             Session.load(saved)  # was: the node read secret.txt under its own root
+
+
+class TestBadTextBytes:
+    """Found by fuzzing Session.load: text that is not UTF-8 inside a SQLite file raised
+    UnicodeDecodeError instead of CheckpointError."""
+
+    def test_a_session_file_row_that_is_not_utf8(self, tmp_path: Path) -> None:
+        with Session(tmp_path) as s:
+            path = s.save(tmp_path / "s.db")
+        conn = sqlite3.connect(path)
+        conn.execute("UPDATE session_info SET value = CAST(x'80ff' AS TEXT) WHERE key = 'root'")
+        conn.commit()
+        conn.close()
+        with pytest.raises(CheckpointError, match=r"s\.db"):
+            Session.load(path)
+
+    def test_a_checkpoint_row_that_is_not_utf8(self, tmp_path: Path) -> None:
+        with SQLiteCheckpointStore(tmp_path / "cp.db", "t") as store:
+            store.save({"a": 1}, {})
+        conn = sqlite3.connect(tmp_path / "cp.db")
+        conn.execute("UPDATE context_checkpoints SET state_values = CAST(x'80' AS TEXT)")
+        conn.commit()
+        conn.close()
+        with SQLiteCheckpointStore(tmp_path / "cp.db", "t") as store:
+            assert store.list_versions() == [1]
+            with pytest.raises(CheckpointError, match=r"cp\.db"):
+                store.get(1)
 
 
 class TestNodeDataIsChecked:
@@ -344,3 +376,173 @@ class TestFuzzNodeFromDict:
         except DagctxError:
             return
         usable(node)
+
+
+GOOD_CHECKPOINT = {
+    "task_id": "t",
+    "version": 2,
+    "values": {"a": [1, {"b": None}], "c": "text"},
+    "token_usage": {"input_tokens": 5},
+    "metadata": {"why": "fuzz"},
+    "created_at": "2024-01-01T00:00:00+00:00",
+}
+
+
+class TestFuzzCheckpointFromDict:
+    @FUZZ
+    @given(raw=st.one_of(JSON, mutated(GOOD_CHECKPOINT)))
+    def test_a_checkpoint_that_round_trips_or_a_checkpoint_error(self, raw: Any) -> None:
+        try:
+            cp = Checkpoint.from_dict(raw)
+        except CheckpointError:
+            return
+        assert Checkpoint.from_dict(cp.to_dict()) == cp
+        restored = Context.restore(cp)
+        assert restored.state.to_dict() == cp.values
+        assert restored.token_usage == cp.token_usage
+
+
+@pytest.fixture(scope="module")
+def saved_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A small saved session (text, group, conversation, checkpoints, context state)."""
+    root = tmp_path_factory.mktemp("saved")
+    (root / "a.py").write_text("def f():\n    return 1\n")
+    (root / "b.md").write_text("# B\n\ntext\n")
+    with Session(root, budget=500) as s:
+        a = s.text("a.py")
+        s.group(a, s.text("b.md", lines=(1, 2)), title="g")
+        s.checkpoint("one")
+        s.topic("t")
+        s.message("tool_call", "{}", tool_call_id="c1", name="read")
+        s.message("tool_result", "ok", tool_call_id="c1", name="read")
+        s.tick()
+        s.context.state.update(goal="x", items=[1, 2])
+        s.context.snapshot()
+        s.checkpoint("two")
+        path = s.save(root / "session.db")
+    return root, path
+
+
+def check_loaded(path: Path, root: Path) -> None:
+    """Load ``path``: a CheckpointError, or a session that keeps the graph's invariants,
+    ticks, projects within budget and saves again."""
+    try:
+        s = Session.load(path, root=root)
+    except CheckpointError as exc:
+        event(f"refused: {str(exc).split(':')[0][:40]}")
+        return
+    event("loaded")
+    with s:
+        g = s.graph
+        assert nx.is_directed_acyclic_graph(g._dag)
+        assert [n.id for n in g.roots()] == [n.id for n in g if not g.parents(n)] or {
+            n.id for n in g.roots()
+        } == {n.id for n in g if not g.parents(n)}
+        p = s.tick().projection
+        assert len(get_encoding().encode_ordinary(p.text)) == p.tokens <= s.budget
+        for name in s.checkpoints():
+            s.restore(name)
+        assert s.project().tokens <= s.budget
+        s.save(path.with_name("again.db"))
+
+
+class TestFuzzSessionLoad:
+    @FUZZ
+    @given(
+        edits=st.lists(st.tuples(st.floats(0, 1), st.binary(min_size=1, max_size=8)), max_size=4),
+        cut=st.none() | st.floats(0, 1),
+    )
+    def test_a_damaged_file_loads_whole_or_raises(
+        self,
+        saved_session: tuple[Path, Path],
+        tmp_path_factory: pytest.TempPathFactory,
+        edits: list[tuple[float, bytes]],
+        cut: float | None,
+    ) -> None:
+        root, path = saved_session
+        data = bytearray(path.read_bytes())
+        for where, patch in edits:
+            at = int(where * (len(data) - len(patch)))
+            data[at : at + len(patch)] = patch
+        if cut is not None:
+            del data[int(cut * len(data)) :]
+        damaged = tmp_path_factory.mktemp("damaged") / "session.db"
+        damaged.write_bytes(bytes(data))
+        check_loaded(damaged, root)
+
+    @FUZZ
+    @given(data=st.data())
+    def test_a_tampered_row_loads_whole_or_raises(
+        self,
+        saved_session: tuple[Path, Path],
+        tmp_path_factory: pytest.TempPathFactory,
+        data: st.DataObject,
+    ) -> None:
+        root, path = saved_session
+        tampered = tmp_path_factory.mktemp("tampered") / "session.db"
+        tampered.write_bytes(path.read_bytes())
+        conn = sqlite3.connect(tampered)
+        try:
+            for _ in range(data.draw(st.integers(1, 3))):
+                tamper_one(conn, data)
+            conn.commit()
+        finally:
+            conn.close()
+        check_loaded(tampered, root)
+
+
+def tamper_one(conn: sqlite3.Connection, data: st.DataObject) -> None:
+    """Change one column of one row (or delete the row): to another JSON value inside a
+    JSON column, or to any SQLite value."""
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    table = data.draw(st.sampled_from(tables))
+    rows = conn.execute(f"SELECT rowid, * FROM {table}").fetchall()
+    if not rows:
+        return
+    row = data.draw(st.sampled_from(rows))
+    columns = [c[1] for c in conn.execute(f"PRAGMA table_info({table})")]
+    if data.draw(st.integers(0, 9)) == 0:
+        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row[0],))
+        return
+    index = data.draw(st.integers(0, len(columns) - 1))
+    old = row[index + 1]
+    if isinstance(old, str) and old[:1] in "{[" and data.draw(st.booleans()):
+        value: Any = json.loads(old)
+        if isinstance(value, dict) and value:
+            value = data.draw(mutated(value))
+        new: Any = json.dumps(value)
+    else:
+        new = data.draw(
+            st.none() | st.integers(-(2**63), 2**63 - 1) | st.floats() | st.text(max_size=10)
+            | st.binary(max_size=10) | JSON.map(json.dumps)
+        )  # fmt: skip
+    with contextlib.suppress(sqlite3.IntegrityError):  # the schema refused it: no change
+        conn.execute(f"UPDATE {table} SET {columns[index]} = ? WHERE rowid = ?", (new, row[0]))
+
+
+class TestFuzzCheckpointStoreFile:
+    @FUZZ
+    @given(
+        edits=st.lists(st.tuples(st.floats(0, 1), st.binary(min_size=1, max_size=8)), max_size=4)
+    )
+    def test_a_damaged_store_gives_checkpoints_or_checkpoint_errors(
+        self, tmp_path_factory: pytest.TempPathFactory, edits: list[tuple[float, bytes]]
+    ) -> None:
+        path = tmp_path_factory.mktemp("store") / "cp.db"
+        with SQLiteCheckpointStore(path, "t") as store:
+            for n in range(3):
+                store.save({"n": n, "text": "abc" * n}, {"input_tokens": n}, metadata={"n": n})
+        data = bytearray(path.read_bytes())
+        for where, patch in edits:
+            at = int(where * (len(data) - len(patch)))
+            data[at : at + len(patch)] = patch
+        path.write_bytes(bytes(data))
+        try:
+            with SQLiteCheckpointStore(path, "t") as store:
+                for version in store.list_versions():
+                    try:
+                        assert store.get(version).task_id == "t"
+                    except CheckpointError:
+                        event("a corrupt checkpoint")
+        except CheckpointError:
+            event("refused")
