@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter, ne
 
 import networkx as nx
 
@@ -35,17 +36,96 @@ from dagctx.errors import CheckpointError, CycleError, GraphError, NodeNotFoundE
 from dagctx.nodes.base import Node, NodeState, Trace
 
 NodeRef = Node | str
+_STATE = attrgetter("state")
 
 
-@dataclass(frozen=True, slots=True)
 class StructureCheckpoint:
-    """A saved structure: ordered children per parent, root order, node states."""
+    """A saved structure: ordered children per parent, root order, node states, nodes.
 
-    name: str
-    children: dict[str, tuple[str, ...]]
-    roots: tuple[str, ...]
-    states: dict[str, NodeState]
-    nodes: dict[str, Node]
+    A checkpoint made by :meth:`ContextGraph.checkpoint` does not copy every node's
+    children: while it is *live*, the graph hands it a parent's children the first time
+    they change afterwards (copy on write), so taking it and restoring it cost what
+    changed in between, not the size of the graph. :attr:`children` is assembled on first
+    access, which ends the copy on write (the checkpoint then holds a plain copy). States
+    are kept as one byte per node.
+    """
+
+    __slots__ = (
+        "_added",
+        "_children",
+        "_codes",
+        "_graph",
+        "_mark",
+        "_pre",
+        "_removed",
+        "name",
+        "nodes",
+        "roots",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        children: dict[str, tuple[str, ...]],
+        roots: tuple[str, ...],
+        states: dict[str, NodeState],
+        nodes: dict[str, Node],
+    ) -> None:
+        self.name = name
+        self.roots = roots
+        self.nodes = nodes
+        self._children: dict[str, tuple[str, ...]] | None = children
+        self._codes = bytes(states.get(nid, nodes[nid].state) for nid in nodes)
+        self._graph: ContextGraph | None = None
+        self._pre: dict[str, tuple[str, ...]] = {}  # children before their first change
+        self._added: dict[str, None] = {}  # nodes added since, in order
+        self._removed: set[str] = set()  # nodes of the checkpoint removed since
+        self._mark = 0  # length of the graph's traces when taken (live checkpoints)
+
+    @classmethod
+    def _live(cls, name: str, graph: ContextGraph) -> StructureCheckpoint:
+        saved = cls.__new__(cls)
+        saved.name = name
+        saved.roots = tuple(graph._roots)
+        saved.nodes = dict(graph._nodes)
+        saved._codes = bytes(map(_STATE, saved.nodes.values()))
+        saved._children = None
+        saved._graph = graph
+        saved._pre, saved._added, saved._removed = {}, {}, set()
+        saved._mark = len(graph.traces)
+        return saved
+
+    @property
+    def live(self) -> bool:
+        """Whether the graph still reports changes to it (copy on write)."""
+        return self._graph is not None
+
+    @property
+    def states(self) -> dict[str, NodeState]:
+        """Node id → state at the checkpoint."""
+        return dict(zip(self.nodes, map(NodeState, self._codes), strict=True))
+
+    @property
+    def children(self) -> dict[str, tuple[str, ...]]:
+        """Parent id → its children at the checkpoint, in order (parents only)."""
+        if self._children is None:
+            graph = self._graph
+            assert graph is not None
+            pre, added = self._pre, self._added
+            succ = graph._dag._succ
+            kids = {p: tuple(c) for p, c in succ.items() if c and p not in pre and p not in added}
+            kids.update((p, c) for p, c in pre.items() if c)
+            self._children = kids
+            graph._watching.remove(self)
+            self._graph, self._pre = None, {}
+        return self._children
+
+    def _changing(self, pid: str, kids: Iterable[str]) -> None:
+        if pid not in self._pre and pid not in self._added:
+            self._pre[pid] = tuple(kids)
+
+    def __repr__(self) -> str:
+        return f"<StructureCheckpoint {self.name!r}: {len(self.nodes)} nodes>"
 
 
 class ContextGraph:
@@ -57,6 +137,7 @@ class ContextGraph:
         self._roots: dict[str, None] = {}
         self._id_counters: dict[str, itertools.count[int]] = {}
         self._checkpoints: dict[str, StructureCheckpoint] = {}
+        self._watching: list[StructureCheckpoint] = []  # live checkpoints (copy on write)
         self._batch_depth = 0
         self._batch_origins: dict[str, Node] = {}
         self._batch_descriptions: list[str] = []
@@ -123,6 +204,9 @@ class ContextGraph:
         self._dag.add_node(node.id)
         self._roots[node.id] = None
         self.structure_version += 1
+        for saved in self._watching:
+            if node.id not in saved.nodes:
+                saved._added[node.id] = None
         self.clock += 1
         node.seq = self.clock
         self.schedule_changed(node)
@@ -137,6 +221,12 @@ class ContextGraph:
         node = self.get(ref)
         parents = self.parents(node)
         orphans = [c for c in self.children(node) if self._dag.in_degree(c.id) == 1]
+        for parent in parents:
+            self._children_changing(parent.id)
+        self._children_changing(node.id)
+        for saved in self._watching:
+            if saved._added.pop(node.id, 0) is not None and node.id in saved.nodes:
+                saved._removed.add(node.id)
         self._dag.remove_node(node.id)
         self.structure_version += 1
         del self._nodes[node.id]
@@ -220,6 +310,7 @@ class ContextGraph:
         # A child without children cannot reach the parent: skip the path search.
         if dag.succ[c.id] and nx.has_path(dag, c.id, p.id):
             raise CycleError(f"linking {p.id!r} → {c.id!r} would close a cycle")
+        self._children_changing(p.id)
         if after is None and index is None:
             dag.add_edge(p.id, c.id)  # appended: no need to rebuild the sibling order
         else:
@@ -259,6 +350,7 @@ class ContextGraph:
         p, c = self.get(parent), self.get(child)
         if not self._dag.has_edge(p.id, c.id):
             raise GraphError(f"{c.id!r} is not a child of {p.id!r}")
+        self._children_changing(p.id)
         self._dag.remove_edge(p.id, c.id)
         self.structure_version += 1
         if not self._dag.pred[c.id]:
@@ -379,21 +471,32 @@ class ContextGraph:
     def checkpoint(self, name: str) -> StructureCheckpoint:
         """Save the structure (ordered edges, root order, node states) under ``name``.
 
+        The checkpoint is copy on write (see :class:`StructureCheckpoint`): this costs a
+        copy of the node table and one byte per node, not a copy of every edge.
+
         Raises:
             CheckpointError: ``name`` is not a non-empty string.
         """
         if not isinstance(name, str) or not name:
             raise CheckpointError(f"checkpoint name must be a non-empty string, got {name!r}")
-        succ = self._dag.succ
-        saved = StructureCheckpoint(
-            name=name,
-            children={n: tuple(succ[n]) for n in self._nodes if succ[n]},
-            roots=tuple(self._roots),
-            states={n: node.state for n, node in self._nodes.items()},
-            nodes=dict(self._nodes),
-        )
+        saved = StructureCheckpoint._live(name, self)
+        self._forget(name)
         self._checkpoints[name] = saved
+        self._watching.append(saved)
         return saved
+
+    def _forget(self, name: str) -> None:
+        old = self._checkpoints.pop(name, None)
+        if old is not None and old._graph is self:
+            self._watching.remove(old)
+            old._graph = None
+
+    def _children_changing(self, parent_id: str) -> None:
+        """Hand the children of ``parent_id`` to the live checkpoints before they change."""
+        if self._watching:
+            kids = self._dag._succ[parent_id]
+            for saved in self._watching:
+                saved._changing(parent_id, kids)
 
     def checkpoints(self) -> list[str]:
         """Names of the saved structure checkpoints, oldest first."""
@@ -409,7 +512,27 @@ class ContextGraph:
 
     def put_checkpoint(self, checkpoint: StructureCheckpoint) -> None:
         """Store a checkpoint built elsewhere (used when loading a saved session)."""
+        self._forget(checkpoint.name)
         self._checkpoints[checkpoint.name] = checkpoint
+
+    def _restore_states(self, saved: StructureCheckpoint) -> None:
+        """Set every node of ``saved`` back to its state there. A live checkpoint only
+        looks at the nodes with a change recorded since (a state change is one) and the
+        nodes removed meanwhile (whose changes were not recorded)."""
+        nodes, kept, codes = self._nodes, saved.nodes, saved._codes
+        if saved.live and saved._mark <= len(self.traces):
+            look = {t.node_id for t in self.traces[saved._mark :]} | saved._removed
+            position = dict(zip(kept, range(len(kept)), strict=True)) if look else {}
+            for nid in look:
+                i = position.get(nid)
+                if i is not None and nodes[nid].state != codes[i]:
+                    nodes[nid].set_state(NodeState(codes[i]))
+            return
+        now = bytes(map(_STATE, map(nodes.__getitem__, kept)))
+        if now != codes:
+            ids = list(kept)
+            for i in list(compress(range(len(ids)), map(ne, now, codes))):
+                nodes[ids[i]].set_state(NodeState(codes[i]))
 
     def restore(self, name: str) -> list[str]:
         """Put back the structure saved under ``name``; return ids of nodes created since.
@@ -417,36 +540,60 @@ class ContextGraph:
         Nodes created after the checkpoint survive as roots (after the saved roots, those
         that were roots first, in root order);
         nodes removed since come back. Parents whose children differ and nodes whose
-        state differs get a version bump, so caches stay valid.
+        state differs get a version bump, so caches stay valid. A live checkpoint only
+        revisits the parents whose children changed since.
 
         Raises:
             CheckpointError: no checkpoint has that name (nothing changes).
         """
         saved = self.get_checkpoint(name)
+        nodes, dag, kept = self._nodes, self._dag, saved.nodes
+        succ = dag._succ
         # Nodes created since: current roots first (in root order), then the others.
-        newer = [nid for nid in self._roots if nid not in saved.nodes]
-        newer += [nid for nid in self._nodes if nid not in saved.nodes and nid not in self._roots]
+        if saved.live:
+            added = saved._added
+            newer = [nid for nid in self._roots if nid in added]
+            newer += [nid for nid in added if nid not in self._roots]
+        else:
+            newer = [nid for nid in self._roots if nid not in kept]
+            if nodes.keys() - kept.keys():
+                newer += [nid for nid in nodes if nid not in kept and nid not in self._roots]
         with self.batch():
-            for nid, node in saved.nodes.items():
-                if nid not in self._nodes:
-                    node.graph = None
-                    self.add(node)
-            changed_parents = [
-                nid
-                for nid in self._nodes
-                if tuple(self._dag.succ[nid]) != saved.children.get(nid, ())
-            ]
+            missing = saved._removed if saved.live else kept.keys() - nodes.keys()
+            back = [nid for nid in kept if nid in missing and nid not in nodes] if missing else []
+            for nid in back:
+                node = kept[nid]
+                node.graph = None
+                self.add(node)
+            if saved.live:
+                targets = dict(saved._pre)
+                targets.update((nid, ()) for nid in saved._added if succ[nid])
+                changed_parents = [nid for nid, kids in targets.items() if tuple(succ[nid]) != kids]
+            else:
+                # Compare every parent, with the per-node loop in C (map/compress).
+                targets = saved.children
+                changed_parents = list(
+                    compress(
+                        succ,
+                        map(ne, map(tuple, succ.values()), map(targets.get, succ, repeat(()))),
+                    )
+                )
             for nid in changed_parents:
-                self._dag.remove_edges_from([(nid, c) for c in list(self._dag.succ[nid])])
+                self._children_changing(nid)
+                dag.remove_edges_from([(nid, c) for c in list(succ[nid])])
             for nid in changed_parents:
-                self._dag.add_edges_from((nid, c) for c in saved.children.get(nid, ()))
+                dag.add_edges_from((nid, c) for c in targets.get(nid, ()))
             self._roots = dict.fromkeys(saved.roots)
             for nid in newer:
-                if not self._dag.pred[nid]:
+                if not dag._pred[nid]:
                     self._roots[nid] = None
-            self.structure_version += 1  # edges and root order were rewritten in place
+            self.structure_version += 1
+            if saved.live:
+                saved._pre = {}
             for nid in changed_parents:
-                self._nodes[nid].mark_changed(f"restored children from checkpoint {name!r}")
-            for nid, state in saved.states.items():
-                self._nodes[nid].set_state(state)
+                nodes[nid].mark_changed(f"restored children from checkpoint {name!r}")
+            self._restore_states(saved)
+            if saved.live:
+                saved._removed = set()
+                saved._mark = len(self.traces)
         return newer

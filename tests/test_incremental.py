@@ -155,3 +155,65 @@ class TestTurnCost:
                 s.file_changed(f"m{k}.py")
                 r = s.tick()
                 same(r.projection, fresh(s, 700, r.changes))
+
+
+class TestCopyOnWriteCheckpoints:
+    def tree(self) -> tuple[ContextGraph, list[GroupNode]]:
+        g = ContextGraph()
+        nodes = [g.add(GroupNode(f"n{i}")) for i in range(8)]
+        for parent, child in ((0, 1), (0, 2), (1, 3), (1, 4), (2, 5), (5, 6), (0, 7)):
+            g.link(nodes[parent], nodes[child])
+        return g, nodes
+
+    def shape(self, g: ContextGraph) -> tuple[object, ...]:
+        return (
+            [n.id for n in g.roots()],
+            {n.id: [c.id for c in g.children(n)] for n in g},
+            {n.id: n.state for n in g},
+        )
+
+    def test_restore_after_removals_links_and_states_gives_back_the_saved_shape(self) -> None:
+        g, n = self.tree()
+        before = self.shape(g)
+        saved = g.checkpoint("start")
+        assert saved.live
+        g.remove(n[1])
+        g.link(n[7], n[6])
+        g.unlink(n[0], n[2])
+        g.link(n[0], n[5], index=0)
+        n[6].set_state(NodeState.COLLAPSED)
+        extra = g.add(GroupNode("extra"))
+        g.link(extra, n[3])
+        assert g.restore("start") == [extra.id]
+        shape = self.shape(g)
+        assert shape[1] == {**before[1], extra.id: []}  # type: ignore[dict-item]
+        assert shape[0] == [*before[0], extra.id]  # type: ignore[misc]
+        assert {k: v for k, v in shape[2].items() if k != extra.id} == before[2]  # type: ignore[attr-defined]
+
+    def test_reading_the_children_ends_copy_on_write_and_restore_still_works(self) -> None:
+        g, n = self.tree()
+        before = self.shape(g)
+        saved = g.checkpoint("start")
+        g.unlink(n[1], n[3])
+        children = saved.children
+        assert not saved.live
+        assert children[n[1].id] == (n[3].id, n[4].id)
+        g.link(n[4], n[3])
+        g.restore("start")
+        assert self.shape(g) == before
+
+    def test_two_live_checkpoints_restore_in_any_order(self) -> None:
+        g, n = self.tree()
+        first = self.shape(g)
+        g.checkpoint("a")
+        g.unlink(n[0], n[7])
+        g.link(n[6], n[7])
+        second = self.shape(g)
+        g.checkpoint("b")
+        g.remove(n[2])
+        g.restore("a")
+        assert self.shape(g) == first
+        g.restore("b")
+        assert self.shape(g) == second
+        g.restore("a")
+        assert self.shape(g) == first

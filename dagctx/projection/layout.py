@@ -24,10 +24,22 @@ class Layout:
         requested: each entry's node state when the layout was built.
         first: node id → index of its (non-reference) entry.
         refs: node id → indices of its reference entries (multi-parent nodes only).
+        hidden: ids of nodes left out only because their own state is HIDDEN (a new
+            state makes them visible: the layout must be rebuilt).
         version: the graph's structure version the layout was built at.
     """
 
-    __slots__ = ("end", "first", "nodes", "parent", "ref", "refs", "requested", "version")
+    __slots__ = (
+        "end",
+        "first",
+        "hidden",
+        "nodes",
+        "parent",
+        "ref",
+        "refs",
+        "requested",
+        "version",
+    )
 
     def __init__(self, graph: ContextGraph) -> None:
         self.version = graph.structure_version
@@ -38,6 +50,7 @@ class Layout:
         requested = bytearray()
         first: dict[str, int] = {}
         refs: dict[str, list[int]] = {}
+        self.hidden: set[str] = set()
         hidden = NodeState.HIDDEN
         # Stack items: (node, walk parent) to enter, or ~index: the subtree of index ends.
         stack: list[tuple[Node, int] | int] = [(r, -1) for r in reversed(graph.roots())]
@@ -49,6 +62,7 @@ class Layout:
             node, up = item
             state = node.state
             if state == hidden:
+                self.hidden.add(node.id)
                 continue
             index = len(nodes)
             nodes.append(node)

@@ -100,6 +100,8 @@ class Projector:
             seen.add(nid)
             i = first.get(nid)
             if i is None:
+                if nid in layout.hidden and nid in graph and graph.get(nid).state:
+                    return self._new_layout()  # a hidden node asks to be shown now
                 continue
             node = nodes[i]
             if node.state != requested[i]:
