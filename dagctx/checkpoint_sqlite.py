@@ -194,7 +194,7 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
         rows = self._rows(
             "SELECT COALESCE(MAX(version), 0) FROM context_checkpoints WHERE task_id = ?"
         )
-        return int(rows[0][0])
+        return self._checked_version(rows[0][0])
 
     @property
     def latest(self) -> Checkpoint | None:
@@ -221,7 +221,15 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
         rows = self._rows(
             "SELECT version FROM context_checkpoints WHERE task_id = ? ORDER BY version"
         )
-        return [int(row[0]) for row in rows]
+        return [self._checked_version(row[0]) for row in rows]
+
+    def _checked_version(self, value: object) -> int:
+        """A version read from the file; a damaged file may hold anything there."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise CheckpointError(
+                f"{self._where} is corrupt: task {self._task_id!r} has a version {value!r}"
+            )
+        return value
 
     def _append(
         self,

@@ -13,12 +13,14 @@ exception, a hang, or a changed state.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import json
 import os
 import sqlite3
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +43,15 @@ from dagctx import (
 from dagctx.capability import RawContext
 from dagctx.checkpoint import Checkpoint, SQLiteCheckpointStore
 from dagctx.context import Context
+from dagctx.knowledge import KnowledgeStore, Workspace
 from dagctx.nodes import node_types
 from dagctx.nodes.base import Node
 from dagctx.nodes.group import GroupNode
-from dagctx.nodes.markdown import MarkdownSectionNode
+from dagctx.nodes.markdown import MarkdownNode, MarkdownSectionNode
 from dagctx.nodes.mcp import MCPServerNode, MCPToolNode, ToolSpec
 from dagctx.tokens import get_encoding
+from dagctx.tools import Tool, get_context_tools, get_graph_tools
+from dagctx.tools.validation import validate_arguments
 
 HUGE = 100 * 2**20
 
@@ -147,9 +152,9 @@ class TestNothingLeavesTheRoot:
             Session.load(saved)  # was: the node read secret.txt under its own root
 
 
-class TestBadTextBytes:
-    """Found by fuzzing Session.load: text that is not UTF-8 inside a SQLite file raised
-    UnicodeDecodeError instead of CheckpointError."""
+class TestDamagedFiles:
+    """Found by fuzzing damaged files: text that is not UTF-8, or a version that is not a
+    number, raised UnicodeDecodeError / ValueError instead of CheckpointError."""
 
     def test_a_session_file_row_that_is_not_utf8(self, tmp_path: Path) -> None:
         with Session(tmp_path) as s:
@@ -172,6 +177,18 @@ class TestBadTextBytes:
             assert store.list_versions() == [1]
             with pytest.raises(CheckpointError, match=r"cp\.db"):
                 store.get(1)
+
+    def test_a_checkpoint_version_that_is_not_a_number(self, tmp_path: Path) -> None:
+        with SQLiteCheckpointStore(tmp_path / "cp.db", "t") as store:
+            store.save({"a": 1}, {})
+        conn = sqlite3.connect(tmp_path / "cp.db")
+        conn.execute("UPDATE context_checkpoints SET version = 'x'")  # passes version >= 1
+        conn.commit()
+        conn.close()
+        with SQLiteCheckpointStore(tmp_path / "cp.db", "t") as store:
+            for read in (store.list_versions, lambda: store.version):
+                with pytest.raises(CheckpointError, match="version 'x'"):
+                    read()  # was: ValueError from int()
 
 
 class TestNodeDataIsChecked:
@@ -546,3 +563,131 @@ class TestFuzzCheckpointStoreFile:
                         event("a corrupt checkpoint")
         except CheckpointError:
             event("refused")
+
+
+MARKDOWN_LINES = st.one_of(
+    st.builds(lambda n, w: "#" * n + " " + w, st.integers(1, 7), st.sampled_from(["A", "B", "A"])),
+    st.sampled_from(
+        ["", "", "text", "===", "---", "```", "~~~", "    # indented", "> # quoted", "- # item",
+         "#", "#no-space", "<div>", "# A #", "  ## B", "\\# escaped", "* * *", "| a | b |"]
+    ),
+    st.text(alphabet="#=-`>* \tab\\", max_size=12),
+)  # fmt: skip
+MARKDOWN = st.lists(MARKDOWN_LINES, max_size=25).map("\n".join)
+
+
+def outline(node: MarkdownNode) -> list[tuple[int, int, str, tuple[str, ...]]]:
+    """(depth, level, heading, body) of every section below ``node``, in document order."""
+    out: list[tuple[int, int, str, tuple[str, ...]]] = []
+
+    def walk(parent: Node, depth: int) -> None:
+        for child in parent.children:
+            if isinstance(child, MarkdownSectionNode):
+                out.append((depth, child.level, child.heading, tuple(child.body)))
+                walk(child, depth + 1)
+
+    walk(node, 0)
+    return out
+
+
+class TestFuzzMarkdown:
+    @FUZZ
+    @given(texts=st.lists(MARKDOWN, min_size=2, max_size=4), budget=st.integers(1, 3000))
+    def test_an_edited_document_equals_one_parsed_from_scratch(
+        self, tmp_path_factory: pytest.TempPathFactory, texts: list[str], budget: int
+    ) -> None:
+        root = tmp_path_factory.mktemp("md")
+        path = root / "doc.md"
+        path.write_text(texts[0])
+        with Session(root, budget=budget) as s:
+            doc = s.markdown("doc.md")
+            s.tick()
+            for n, text in enumerate(texts[1:], start=1):
+                path.write_text(text)
+                os.utime(path, ns=(n * 10**17, n * 10**17))  # a new mtime, however coarse
+                s.file_changed("doc.md")
+                p = s.tick().projection
+                assert len(get_encoding().encode_ordinary(p.text)) == p.tokens <= budget
+                with Session(root, budget=budget) as fresh:
+                    scratch = fresh.markdown("doc.md")
+                    assert outline(doc) == outline(scratch)
+                    assert doc.render(NodeState.ALL) == scratch.render(NodeState.ALL).replace(
+                        f"#{scratch.id}", f"#{doc.id}"
+                    )
+                assert len(s.nodes()) == 1 + len(doc.sections)  # no section left behind
+
+
+HOSTILE_STRINGS = st.sampled_from(
+    ["", " ", "../x", "/etc/hostname", "a\x00b", "x" * 300, "a.py", "notes", "text_1",
+     "group_1", "ALL", "hidden", "(a|aa)+$", "[", "one", "\udcff", "é" * 50]
+)  # fmt: skip
+ARGUMENT_VALUES = st.one_of(
+    JSON,
+    HOSTILE_STRINGS,
+    st.integers(-(2**64), 2**64),
+    st.sampled_from([0, 1, -1, 2**63, 10**30]),
+    st.floats(),
+    st.lists(HOSTILE_STRINGS, max_size=3),
+)
+
+
+TYPED = {
+    "string": HOSTILE_STRINGS | st.text(max_size=20),
+    "integer": st.integers(-5, 50) | st.sampled_from([2**63, 10**30, -(10**30)]),
+    "number": st.floats(allow_nan=True) | st.integers(-5, 50),
+    "array": st.lists(HOSTILE_STRINGS, max_size=3),
+}
+
+
+def json_type(schema: dict[str, Any]) -> str:
+    """The (first non-null) JSON type a parameter schema accepts."""
+    kinds = [m["type"] for m in schema["anyOf"]] if "anyOf" in schema else schema["type"]
+    return kinds if isinstance(kinds, str) else next(k for k in kinds if k != "null")
+
+
+@pytest.fixture(scope="module")
+def tool_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Tool[Any]]]:
+    """Every tool, bound: graph tools to a session, context tools to a context."""
+    root = tmp_path_factory.mktemp("tools")
+    (root / "a.py").write_text("def f():\n    return 1\n" * 20)
+    knowledge = KnowledgeStore()
+    workspace = Workspace("ws", knowledge_store=knowledge)
+    workspace.write("notes", "alpha beta\ngamma delta aaaa\n" * 10)
+    ctx = Context("tools")
+    ctx.state.update(working_dir=str(root), workspace=workspace, knowledge_store=knowledge)
+    with Session(root, budget=2000) as s:
+        s.group(s.text("a.py"), title="g")
+        s.checkpoint("one")
+        tools: dict[str, Tool[Any]] = {t.name: t.bind(s) for t in get_graph_tools()}
+        tools.update({t.name: t.bind(ctx) for t in get_context_tools()})
+        yield tools
+
+
+class TestFuzzToolArguments:
+    @FUZZ
+    @given(data=st.data())
+    def test_any_arguments_give_a_message_never_an_exception(
+        self, tool_world: dict[str, Tool[Any]], data: st.DataObject
+    ) -> None:
+        tool = tool_world[data.draw(st.sampled_from(sorted(tool_world)))]
+        properties = tool.parameters["properties"]
+        if data.draw(st.booleans()):  # values of the right JSON type (the tool runs)
+            kwargs = {
+                name: data.draw(TYPED[json_type(schema)])
+                for name, schema in properties.items()
+                if name in tool.parameters["required"] or data.draw(st.booleans())
+            }
+        else:
+            names = st.sampled_from([*properties, "bogus"])
+            kwargs = data.draw(st.dictionaries(names, ARGUMENT_VALUES, max_size=4))
+        problem = validate_arguments(tool.name, tool.parameters, kwargs)
+        event(f"{tool.name}: {'valid' if problem is None else 'invalid'} arguments")
+        assert problem is None or problem.startswith(f"Invalid arguments for {tool.name}: ")
+        if tool.name == "run_shell":
+            return  # random programs are not run; their arguments are checked above
+        reply = asyncio.run(tool.execute(**kwargs))
+        assert isinstance(reply, str) and reply
+        if problem is not None:
+            assert reply == problem
+        session = tool_world["list_nodes"].target
+        assert session is not None and session.project().tokens <= session.budget
