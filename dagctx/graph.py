@@ -24,7 +24,6 @@ not saved (nodes are live objects).
 from __future__ import annotations
 
 import itertools
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import compress, repeat
@@ -420,7 +419,7 @@ class ContextGraph:
         Also returns, per ancestor, the first child through which a change reached it.
         Costs O(edges among the ancestors), whatever the fan-out of the nodes involved.
         """
-        pred = self._dag.pred
+        pred = self._dag._pred  # the raw dicts: networkx views cost a call per access
         # An origin that is an ancestor of another origin is notified too (it is reached
         # as a parent below); only origins that are no one's ancestor stay out.
         seen: set[str] = set()
@@ -432,29 +431,34 @@ class ContextGraph:
                 for parent in pred[nid]:
                     if parent not in seen:
                         seen.add(parent)
-                        found.append(parent)
                         upper.append(parent)
+            found += upper
             frontier = upper
+        via: dict[str, str] = {}
+        if not found:
+            return found, via
         # Kahn's algorithm over the ancestors: a node is ready once every affected child of
         # it has been processed (origins that are no one's ancestor count as processed).
         pending = dict.fromkeys(found, 0)
         for nid in found:
             for parent in pred[nid]:
                 pending[parent] += 1
-        via: dict[str, str] = {}
         for origin in origins:
             for parent in pred[origin]:
-                via.setdefault(parent, origin)
-        ready = deque(nid for nid in found if pending[nid] == 0)
-        order: list[str] = []
-        while ready:
-            nid = ready.popleft()
-            order.append(nid)
+                if parent not in via:
+                    via[parent] = origin
+        order = [nid for nid in found if not pending[nid]]
+        i = 0
+        while i < len(order):  # ``order`` is also the queue of ready nodes
+            nid = order[i]
+            i += 1
             for parent in pred[nid]:
-                via.setdefault(parent, nid)
-                pending[parent] -= 1
-                if pending[parent] == 0:
-                    ready.append(parent)
+                if parent not in via:
+                    via[parent] = nid
+                left = pending[parent] - 1
+                pending[parent] = left
+                if not left:
+                    order.append(parent)
         return order, via
 
     # -- scheduling -------------------------------------------------------------------
