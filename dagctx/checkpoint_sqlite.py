@@ -91,6 +91,12 @@ def encode_json(value: dict[str, Any], name: str) -> str:
     return json.dumps(value, allow_nan=False, separators=(",", ":"))
 
 
+def _of_another_application(conn: sqlite3.Connection) -> bool:
+    """Whether the file holds tables but none of dagctx's (it is never written then)."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    return bool(tables) and "dagctx_meta" not in tables
+
+
 @contextmanager
 def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """Run the block as one write transaction: committed on success, rolled back otherwise."""
@@ -118,7 +124,8 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
 
     Raises (constructor):
         CheckpointError: ``task_id`` is empty, the file cannot be opened, is not a SQLite
-            database, or was written by another checkpoint schema version.
+            database, is the database of another application (it is left untouched), or
+            was written by another checkpoint schema version.
     """
 
     def __init__(
@@ -140,10 +147,17 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
         except (OSError, ValueError, sqlite3.Error) as exc:  # ValueError: a NUL byte
             raise CheckpointError(f"cannot open checkpoint file {self._where}: {exc}") from exc
         try:
-            found = self._prepare(conn)
+            foreign = _of_another_application(conn)  # checked before the journal set-up
+            found = "" if foreign else self._prepare(conn)
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             conn.close()
             raise CheckpointError(f"{self._where} is not a usable checkpoint file: {exc}") from exc
+        if foreign:
+            conn.close()
+            raise CheckpointError(
+                f"{self._where} is a SQLite database of something else; keep the checkpoints"
+                " in another file"
+            )
         if found != str(CHECKPOINT_SCHEMA):
             conn.close()
             raise CheckpointError(

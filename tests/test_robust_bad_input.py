@@ -460,9 +460,28 @@ STORE_CASES = [
         CheckpointError,
         "schema 99",
     ),
+    Case(
+        "store-foreign-sqlite",
+        lambda w: _open_foreign_store(w),
+        CheckpointError,
+        "something else",
+    ),
     Case("store-directory", lambda w: SQLiteCheckpointStore(w.base, "t"), CheckpointError, "open"),
     Case("store-nul-path", lambda w: SQLiteCheckpointStore("a\x00b.db", "t"), CheckpointError, "a"),
 ]
+
+
+def _open_foreign_store(w: World) -> None:
+    """A SQLite file of another application is refused and left byte for byte as it was."""
+    path = sqlite_file(
+        w.base / "app.db", "CREATE TABLE users (name TEXT)", "INSERT INTO users VALUES ('ada')"
+    )
+    before = path.read_bytes()
+    try:
+        SQLiteCheckpointStore(path, "t")
+    finally:
+        assert path.read_bytes() == before
+
 
 SESSION_FILE_CASES = [
     Case("load-directory", lambda w: Session.load(w.base), CheckpointError, "no saved session"),
