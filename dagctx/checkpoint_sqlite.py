@@ -10,7 +10,8 @@ instant (``synchronous=FULL``). The store guards its connection with a lock, so 
 may share one.
 
 :func:`encode_json` is the strict JSON encoding of stored values (a value must come back
-from JSON unchanged); the session file (:mod:`dagctx.persistence`) uses it too.
+from JSON unchanged) and :func:`decode_json` its strict reading; the session file
+(:mod:`dagctx.persistence`, :mod:`dagctx.session_file`) uses them too.
 """
 
 from __future__ import annotations
@@ -95,6 +96,16 @@ def _of_another_application(conn: sqlite3.Connection) -> bool:
     """Whether the file holds tables but none of dagctx's (it is never written then)."""
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     return bool(tables) and "dagctx_meta" not in tables
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (a file written by dagctx never holds it)")
+
+
+def decode_json(text: str | bytes) -> Any:
+    """Read JSON text written by :func:`encode_json`: strict, so NaN and infinities (which
+    :func:`json.loads` accepts and no value of dagctx's can hold) are a ValueError too."""
+    return json.loads(text, parse_constant=_no_constant)
 
 
 @contextmanager
@@ -229,7 +240,7 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
         )
         if not rows:
             raise self._missing(version)
-        return self._decode(rows[0])
+        return self._decode(rows[0], version)
 
     def list_versions(self) -> list[int]:
         rows = self._rows(
@@ -279,15 +290,18 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
             created_at=created_at,
         )
 
-    def _decode(self, row: tuple[Any, ...]) -> Checkpoint:
+    def _decode(self, row: tuple[Any, ...], wanted: int | None = None) -> Checkpoint:
         task_id, version, created_at, values, token_usage, metadata = row
         try:
+            # A damaged file can hand back another row than the index promised.
+            if task_id != self._task_id or (wanted is not None and version != wanted):
+                raise ValueError(f"the row read is task {task_id!r} version {version!r}")
             data = {
                 "task_id": task_id,
                 "version": version,
-                "values": json.loads(values),
-                "token_usage": json.loads(token_usage),
-                "metadata": json.loads(metadata),
+                "values": decode_json(values),
+                "token_usage": decode_json(token_usage),
+                "metadata": decode_json(metadata),
                 "created_at": created_at,
             }
             return Checkpoint.from_dict(data)
@@ -309,4 +323,4 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
         return f"SQLiteCheckpointStore(path={self._where}, task_id={self._task_id!r}, {count})"
 
 
-__all__ = ["CHECKPOINT_SCHEMA", "SQLiteCheckpointStore", "encode_json"]
+__all__ = ["CHECKPOINT_SCHEMA", "SQLiteCheckpointStore", "decode_json", "encode_json"]

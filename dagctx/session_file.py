@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dagctx.checkpoint_sqlite import decode_json
 from dagctx.errors import CheckpointError
 from dagctx.nodes.base import Trace
 
@@ -226,7 +227,7 @@ def read_session_file(path: Path) -> SessionData:
 def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
     def load(text: Any, what: str) -> Any:
         try:
-            return json.loads(text)
+            return decode_json(text)
         except (TypeError, ValueError) as exc:
             raise CheckpointError(f"{what} in {where} is not valid JSON: {exc}") from exc
 

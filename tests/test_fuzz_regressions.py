@@ -190,6 +190,46 @@ class TestDamagedFiles:
                 with pytest.raises(CheckpointError, match="version 'x'"):
                     read()  # was: ValueError from int()
 
+    def test_json_constants_are_refused(self, tmp_path: Path) -> None:
+        with Session(tmp_path) as s:
+            s.context.state["x"] = 1.5
+            path = s.save(tmp_path / "s.db")
+        with SQLiteCheckpointStore(tmp_path / "cp.db", "t") as store:
+            store.save({"x": 1.5}, {})
+        for db, statement in (
+            (path, "UPDATE session_info SET value = replace(value, '1.5', 'Infinity')"),
+            (tmp_path / "cp.db", "UPDATE context_checkpoints SET state_values = '{\"x\": NaN}'"),
+        ):
+            conn = sqlite3.connect(db)
+            conn.execute(statement)
+            conn.commit()
+            conn.close()
+        with pytest.raises(CheckpointError, match="Infinity is not JSON"):
+            Session.load(path)  # was: a session that could not be saved again
+        with (
+            SQLiteCheckpointStore(tmp_path / "cp.db", "t") as store,
+            pytest.raises(CheckpointError, match="NaN is not JSON"),
+        ):
+            store.get(1)
+
+    def test_a_row_other_than_the_one_the_index_names(self, tmp_path: Path) -> None:
+        """The fuzzed case: the last byte of the file flipped; the index still finds the
+        row of task 't', whose own task_id now reads 'u'."""
+        path = tmp_path / "cp.db"
+        with SQLiteCheckpointStore(path, "t") as store:
+            for n in range(3):
+                store.save({"n": n, "text": "abc" * n}, {"input_tokens": n}, metadata={"n": n})
+        data = bytearray(path.read_bytes())
+        data[-1:] = b"u"
+        path.write_bytes(bytes(data))
+        with SQLiteCheckpointStore(path, "t") as store:
+            for version in store.list_versions():
+                try:
+                    cp = store.get(version)
+                except CheckpointError:
+                    continue
+                assert (cp.task_id, cp.version) == ("t", version)  # was: task 'u' came back
+
 
 class TestNodeDataIsChecked:
     """Found by fuzzing Node.from_dict: malformed data came back as a node that failed
