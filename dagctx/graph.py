@@ -38,6 +38,37 @@ NodeRef = Node | str
 _STATE = attrgetter("state")
 
 
+class _NoAttributes(dict[str, object]):
+    """The one attribute mapping of every node and edge of a :class:`_Dag`: always empty.
+
+    dagctx stores nothing in networkx's attribute dicts; sharing one empty mapping saves
+    two dicts per node and edge. Adding an attribute raises TypeError.
+    """
+
+    __slots__ = ()
+
+    def update(self, *args: object, **kwargs: object) -> None:
+        if any(args) or kwargs:
+            raise TypeError("dagctx graphs keep no node or edge attributes")
+
+    def __setitem__(self, key: object, value: object) -> None:
+        raise TypeError("dagctx graphs keep no node or edge attributes")
+
+
+_NO_ATTRIBUTES = _NoAttributes()
+
+
+def _no_attributes() -> _NoAttributes:
+    return _NO_ATTRIBUTES
+
+
+class _Dag(nx.DiGraph):
+    """A networkx DiGraph whose nodes and edges share one empty attribute mapping."""
+
+    node_attr_dict_factory = staticmethod(_no_attributes)
+    edge_attr_dict_factory = staticmethod(_no_attributes)
+
+
 class StructureCheckpoint:
     """A saved structure: ordered children per parent, root order, node states, nodes.
 
@@ -131,7 +162,7 @@ class ContextGraph:
     """The DAG of context nodes. See the module docstring for its invariants."""
 
     def __init__(self) -> None:
-        self._dag = nx.DiGraph()
+        self._dag = _Dag()
         self._nodes: dict[str, Node] = {}
         self._roots: dict[str, None] = {}
         self._id_counters: dict[str, itertools.count[int]] = {}

@@ -39,7 +39,6 @@ def _load_offline(name: str) -> tiktoken.Encoding | None:
     return tiktoken.Encoding(**spec)
 
 
-@cache
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """Return the tiktoken encoding ``name``, loaded once per process.
 
@@ -48,6 +47,12 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """
     if not isinstance(name, str) or not name:
         raise EncodingError(f"encoding name must be a non-empty string, got {name!r}")
+    return _get_encoding(name)
+
+
+@cache  # keyed by the name alone: get_encoding() and get_encoding(DEFAULT) share one load
+def _get_encoding(name: str) -> tiktoken.Encoding:
+    """Load the tiktoken encoding ``name`` (see :func:`get_encoding`)."""
     offline = _load_offline(name)
     if offline is not None:
         return offline
@@ -101,23 +106,29 @@ class TokenCounter:
         self._lock = threading.Lock()
         self.encodings = 0
 
-    def count(self, text: str) -> int:
-        """Return the number of tokens of ``text`` (special tokens counted as ordinary text)."""
+    def count(self, text: str, *, remember: bool = True) -> int:
+        """Return the number of tokens of ``text`` (special tokens counted as ordinary text).
+
+        ``remember=False`` is for a caller that keeps the count itself (the section cache,
+        per node version): the count is not stored here, and a stored or prefetched one is
+        handed over (removed from here).
+        """
         if not text:
             return 0
         key = _digest(text)
-        cached = self._cache.get(key)
+        cached = self._cache.get(key) if remember else self._cache.pop(key, None)
         if cached is not None:
             return cached
         pending = self._pending.get(key)
         if pending is not None:
             pending.exception()  # wait; a failed batch is encoded again below
-            cached = self._cache.get(key)
+            cached = self._cache.get(key) if remember else self._cache.pop(key, None)
             if cached is not None:
                 return cached
         n = len(self.encoding.encode_ordinary(text))
         with self._lock:
-            self._cache[key] = n
+            if remember:
+                self._cache[key] = n
             self.encodings += 1
         return n
 
@@ -153,29 +164,46 @@ class TokenCounter:
         """Return the token count of ``text`` by encoding it now, bypassing the cache."""
         return len(self.encoding.encode_ordinary(text))
 
-    def count_many(self, texts: Sequence[str], *, threads: int = 2) -> list[int]:
-        """Count several texts, encoding the uncached ones in ``threads`` parallel chunks."""
+    def count_many(
+        self, texts: Sequence[str], *, threads: int = 2, remember: bool = True
+    ) -> list[int]:
+        """Count several texts, encoding the uncached ones in ``threads`` parallel chunks
+        (``remember`` as for :meth:`count`)."""
         keys = [_digest(t) for t in texts]
         missing: dict[bytes, str] = {}
         waiting: set[Future[None]] = set()
         for key, text in zip(keys, texts, strict=True):
-            if key in self._cache:
+            if key in self._cache or key in missing:
                 continue
             pending = self._pending.get(key)
             if pending is not None:
                 waiting.add(pending)
             else:
                 missing[key] = text
+        found: dict[bytes, int] = {}
         if missing:
             order = list(missing)
-            counts = self._encode_lengths([missing[k] for k in order], threads)
+            found = dict(
+                zip(order, self._encode_lengths(list(missing.values()), threads), strict=True)
+            )
             with self._lock:
-                for k, n in zip(order, counts, strict=True):
-                    self._cache[k] = n
+                if remember:
+                    self._cache.update(found)
                 self.encodings += len(order)
         for future in waiting:
             future.exception()  # wait; a failed batch is counted again below
-        return [self._cache.get(k) or self.count(t) for k, t in zip(keys, texts, strict=True)]
+        if remember:
+            found = self._cache
+        else:  # hand the counts over: the caller keeps them
+            with self._lock:
+                for key in keys:
+                    hit = self._cache.pop(key, None)
+                    if hit is not None:
+                        found[key] = hit
+        return [
+            found.get(k) or self.count(t, remember=remember)
+            for k, t in zip(keys, texts, strict=True)
+        ]
 
     def _encode_lengths(self, texts: list[str], threads: int) -> list[int]:
         """Token counts of ``texts``: in ``threads`` contiguous chunks of similar size.

@@ -47,6 +47,22 @@ def _binary(size: int) -> str:
     return f"[binary file, {size:,} bytes, not shown]"
 
 
+def _posix(path: str | os.PathLike[str]) -> str:
+    """``Path(path).as_posix()``, skipping the Path object for an already clean string."""
+    if (
+        isinstance(path, str)
+        and path
+        and path != "."
+        and "//" not in path
+        and "\\" not in path
+        and not path.startswith("./")
+        and "/./" not in path
+        and not path.endswith(("/", "/."))
+    ):
+        return path
+    return Path(path).as_posix()
+
+
 @functools.lru_cache(maxsize=64)
 def _resolved(root: str, cwd: str) -> Path:
     return Path(cwd, root).resolve()
@@ -97,7 +113,7 @@ class TextNode(Node):
         always check that the file resolves under the root."""
         super().__init__(**node_fields)
         self.root = _resolved_root(os.fspath(root))
-        self.path = Path(path).as_posix()
+        self.path = _posix(path)
         self.start_line = start_line
         self.end_line = end_line
         self.media_type = media_type or mimetypes.guess_type(self.path)[0] or "text/plain"

@@ -44,6 +44,9 @@ from dagctx.projection.segtree import INF, MinTree, PrefixTree, capacity_for
 OMIT = 0  # NodeState.HIDDEN: the allocation's "left out"
 COLLAPSED, SUMMARY, DETAILS, ALL = 1, 2, 3, 4
 _UNKNOWN = -2  # a cut cost not measured yet
+_SEQ_SHIFT = 16  # degrade keys: priority << 80 | recency << 16 | height
+_PRIO_SHIFT = 80
+_HEIGHT = (1 << _SEQ_SHIFT) - 1
 _NOT_CUTTABLE = -1
 
 
@@ -100,8 +103,8 @@ class Allocation:
         self.cut: dict[int, tuple[int, str, int]] = {}
         self.mods: list[tuple[int, int]] = []
         self.dirty: set[int] = set(range(n))
-        self.cost = array("q", [-1]) * (5 * n)
-        self.cref = array("q", bytes(8 * n))
+        self.cost = array("i", [-1]) * (5 * n)
+        self.cref = array("i", bytes(4 * n))
         self.companions: dict[int, tuple[str, ...]] = {}
         self.pressure = False
         self.stop = (1, 0, 0)
@@ -164,7 +167,7 @@ class Allocation:
         self.cache.prime(pairs)
         self.f1, self.sa = f1, sa
         # owner: the nearest walk ancestor that pass A collapses (its frontier holds i)
-        owner = array("q", [-1]) * n
+        owner = array("i", [-1]) * n
         va = array("q", bytes(8 * n))
         vb = array("q", bytes(8 * n))
         for i in range(n):
@@ -177,13 +180,16 @@ class Allocation:
             if o >= 0:
                 va[o] += self.cref[i] if ref[i] else self.c(i, sa[i])
         self.owner, self.va, self.vb = owner, va, vb
-        self.t1 = array("q", [_UNKNOWN]) * n
+        self.t1 = array("i", [_UNKNOWN]) * n
         self._layout_slots()
         self.pressure = True
 
-    def _own_key(self, i: int) -> tuple[int, int, int]:
+    def _own_key(self, i: int) -> int:
+        """A node's degrade key: (priority, recency, height) packed into one int, height
+        counting how far up a key was inherited from a descendant (it orders a container
+        after the node whose key it took)."""
         node = self.layout.nodes[i]
-        return (node.priority, node.seq, 0)
+        return (node.priority << _PRIO_SHIFT) + (node.seq << _SEQ_SHIFT)
 
     def _layout_slots(self) -> None:
         """Order non-reference entries by key (containers after what they show) and lay
@@ -191,35 +197,33 @@ class Allocation:
         layout = self.layout
         ref, parent = layout.ref, layout.parent
         n = len(ref)
-        key: list[Any] = [None] * n
+        key: list[int] = [0] * n
         for i in range(n):
             if not ref[i]:
                 key[i] = self._own_key(i)
         for i in range(n - 1, -1, -1):
             p = parent[i]
-            if p >= 0 and not ref[i]:
-                k = key[i]
-                cand = (k[0], k[1], k[2] + 1)
-                if cand > key[p]:
-                    key[p] = cand
+            if p >= 0 and not ref[i] and key[i] + 1 > key[p]:
+                key[p] = key[i] + 1
         order = sorted((i for i in range(n) if not ref[i]), key=key.__getitem__)
         self._key = key
         blocks: list[tuple[int, list[int]]] = []
         for i in order:
-            if not blocks or blocks[-1][0] != key[i][0]:
-                blocks.append((key[i][0], []))
+            prio = key[i] >> _PRIO_SHIFT
+            if not blocks or blocks[-1][0] != prio:
+                blocks.append((prio, []))
             blocks[-1][1].append(i)
         self._place(blocks, {prio: key[members[-1]] for prio, members in blocks})
 
-    def _place(self, blocks: list[tuple[int, list[int]]], block_max: dict[int, Any]) -> None:
+    def _place(self, blocks: list[tuple[int, list[int]]], block_max: dict[int, int]) -> None:
         """Give each priority block's entries consecutive slots with a gap after them, and
         load the search trees."""
         self._gaps = 8 + sum(len(b) for _, b in blocks) // 16
         size = sum(len(b) + self._gap(len(b)) for _, b in blocks)
         cap = capacity_for(max(1, size))
         self.cap = cap
-        self.slot = array("q", [-1]) * len(self.layout)
-        self.entry_at = array("q", [-1]) * cap
+        self.slot = array("i", [-1]) * len(self.layout)
+        self.entry_at = array("i", [-1]) * cap
         self._block_start: dict[int, int] = {}
         self._block_end: dict[int, int] = {}
         self._block_limit: dict[int, int] = {}
@@ -235,25 +239,33 @@ class Allocation:
             s += self._gap(len(members))
             self._block_limit[prio] = s
         self.a_tree = PrefixTree(cap)
-        self.b_tree = PrefixTree(cap)
+        self.b_tree: PrefixTree | None = None  # built when pass A first runs out
         self.f_tree = MinTree(cap)
         self.c_tree = MinTree(cap)
-        empty = (0, INF, 0)
-        a_leaves = [empty] * cap
-        b_leaves = [empty] * cap
+        a_leaves = [(0, INF, 0)] * cap
         fill = [INF] * cap
         cut = [INF] * cap
         for _, members in blocks:
             for i in members:
                 slot = self.slot[i]
                 a_leaves[slot] = self._a_leaf(i)
-                b_leaves[slot] = self._b_leaf(i)
                 fill[slot] = self._up(i)
                 cut[slot] = self._cut_key(i)
         self.a_tree.load(a_leaves)
-        self.b_tree.load(b_leaves)
         self.f_tree.load(fill)
         self.c_tree.load(cut)
+
+    def _pass_b(self) -> PrefixTree:
+        """The tree of pass B's steps (omissions), built on first use."""
+        if self.b_tree is None:
+            leaves = [(0, INF, 0)] * self.cap
+            for slot, i in enumerate(self.entry_at):
+                if i >= 0:
+                    leaves[slot] = self._b_leaf(i)
+            tree = PrefixTree(self.cap)
+            tree.load(leaves)
+            self.b_tree = tree
+        return self.b_tree
 
     def _relayout(self) -> None:
         """Lay the slots out again in their current order with fresh gaps (a priority
@@ -441,7 +453,7 @@ class Allocation:
         for i in changed:
             own = self._own_key(i)
             old = key[i]
-            if old[2] == 0 and own[0] < old[0]:
+            if old & _HEIGHT == 0 and own >> _PRIO_SHIFT < old >> _PRIO_SHIFT:
                 return None
             if own <= old:
                 continue
@@ -449,10 +461,9 @@ class Allocation:
             moved.add(i)
             p = parent[i]
             while p >= 0 and not ref[i]:
-                cand = (key[i][0], key[i][1], key[i][2] + 1)
-                if cand <= key[p]:
+                if key[i] + 1 <= key[p]:
                     break
-                key[p] = cand
+                key[p] = key[i] + 1
                 moved.add(p)
                 i, p = p, parent[p]
         return sorted(moved, key=key.__getitem__)
@@ -460,7 +471,7 @@ class Allocation:
     def _move(self, i: int) -> bool:
         """Give entry ``i`` (whose key grew) the next slot of its priority block."""
         k = self._key[i]
-        prio = k[0]
+        prio = k >> _PRIO_SHIFT
         end = self._block_end.get(prio)
         if end is None or k <= self._block_max[prio]:
             return False
@@ -470,7 +481,8 @@ class Allocation:
         old = self.slot[i]
         self.entry_at[old] = -1
         self.a_tree.set(old, 0, INF, 0)
-        self.b_tree.set(old, 0, INF, 0)
+        if self.b_tree is not None:
+            self.b_tree.set(old, 0, INF, 0)
         self.f_tree.set(old, INF)
         self.c_tree.set(old, INF)
         self._block_end[prio] = end + 1
@@ -483,7 +495,8 @@ class Allocation:
     def _leaves(self, i: int) -> None:
         slot = self.slot[i]
         self.a_tree.set(slot, *self._a_leaf(i))
-        self.b_tree.set(slot, *self._b_leaf(i))
+        if self.b_tree is not None:
+            self.b_tree.set(slot, *self._b_leaf(i))
         self.f_tree.set(slot, self._up(i))
         self.c_tree.set(slot, self._cut_key(i))
 
@@ -621,7 +634,7 @@ class Allocation:
                 if hit is not None:
                     return (1, j, hit[0]), t0 + hit[1], True
         ta = t0 + a.total()
-        b = self.b_tree
+        b = self._pass_b()
         j, pre = b.find_first(x2 - ta, 0, cap)
         if j >= 0:
             return (2, j + 1, 0), ta + pre + self._b_delta(self.entry_at[j]), True

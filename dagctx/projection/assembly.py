@@ -27,9 +27,9 @@ class Fenwick:
 
     __slots__ = ("n", "tree")
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, typecode: str = "q") -> None:
         self.n = n
-        self.tree = array("q", bytes(8 * (n + 1)))
+        self.tree = array(typecode, [0]) * (n + 1)
 
     def add(self, i: int, delta: int) -> None:
         tree, n = self.tree, self.n
@@ -69,7 +69,7 @@ class Body:
 
     def __init__(self, n: int) -> None:
         self.shown = bytearray(n)  # 1: in the body list, 2: in the tail
-        self.count = Fenwick(n)
+        self.count = Fenwick(n, "i")
         self.toks = Fenwick(n)
         self.sections: list[Section] = []
         self.texts: list[str] = []

@@ -9,6 +9,8 @@ structure version or a node's requested state changes.
 
 from __future__ import annotations
 
+from array import array
+
 from dagctx.graph import ContextGraph
 from dagctx.nodes.base import Node, NodeState
 
@@ -45,8 +47,8 @@ class Layout:
         self.version = graph.structure_version
         nodes: list[Node] = []
         ref = bytearray()
-        end: list[int] = []
-        parent: list[int] = []
+        end = array("i")
+        parent = array("i")
         requested = bytearray()
         first: dict[str, int] = {}
         refs: dict[str, list[int]] = {}

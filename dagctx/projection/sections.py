@@ -37,8 +37,18 @@ def reference_text(node: Node) -> str:
     return section_text(f"(see #{node.id} above: {node.label()})")
 
 
+_FIELD = 32  # bits per count in a packed entry
+_MASK = (1 << _FIELD) - 1
+_ALL_UNKNOWN = sum(_MASK << (_FIELD * k) for k in range(4))
+
+
 class SectionCache:
     """Token counts per node version and state; see the module docstring.
+
+    Each node's counts are one integer (its version and four 32-bit counts, all ones for
+    "not counted yet"): a few dozen bytes per node instead of a list and its items. The
+    counter is asked not to remember section texts, which this cache already keys by
+    node version.
 
     ``renders`` counts actual renders (cache misses), for tests and benchmarks.
     """
@@ -47,19 +57,26 @@ class SectionCache:
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
-        # node id → [version, tokens at COLLAPSED, SUMMARY, DETAILS, ALL] (-1: unknown)
-        self._counts: dict[str, list[int]] = {}
+        self._counts: dict[str, int] = {}  # node id → version << 128 | packed counts
         self._parked: dict[tuple[str, int, int], str] = {}
         self.renders = 0
         #: The incremental projector of the graph this cache serves (set by it).
         self.projector: object | None = None
 
-    def _slot(self, node: Node) -> list[int]:
-        entry = self._counts.get(node.id)
-        if entry is None or entry[0] != node.version:
-            entry = [node.version, -1, -1, -1, -1]
-            self._counts[node.id] = entry
-        return entry
+    def _known(self, node: Node, state: int) -> int:
+        """The stored count of ``node`` at visible ``state``, or -1."""
+        packed = self._counts.get(node.id)
+        if packed is None or packed >> (4 * _FIELD) != node.version:
+            return -1
+        count = (packed >> (_FIELD * (state - 1))) & _MASK
+        return -1 if count == _MASK else count
+
+    def _store(self, node: Node, state: int, count: int) -> None:
+        packed = self._counts.get(node.id)
+        if packed is None or packed >> (4 * _FIELD) != node.version:
+            packed = node.version << (4 * _FIELD) | _ALL_UNKNOWN
+        shift = _FIELD * (state - 1)
+        self._counts[node.id] = packed & ~(_MASK << shift) | min(count, _MASK - 1) << shift
 
     def _render(self, node: Node, state: int) -> str:
         self.renders += 1
@@ -69,14 +86,14 @@ class SectionCache:
         """Token count of ``node``'s section at ``state`` (0 when HIDDEN)."""
         if state == NodeState.HIDDEN:
             return 0
-        entry = self._slot(node)
-        count = entry[state]
+        count = self._known(node, state)
         if count < 0:
             key = (node.id, node.version, state)
             text = self._parked.get(key)
             if text is None:
                 text = self._parked[key] = self._render(node, state)
-            count = entry[state] = self.counter.count(text)
+            count = self.counter.count(text, remember=False)
+            self._store(node, state, count)
         return count
 
     def text(self, node: Node, state: int) -> str:
@@ -93,22 +110,20 @@ class SectionCache:
 
     def prime(self, pairs: Iterable[tuple[Node, int]]) -> None:
         """Count the sections of many (node, state) pairs at once, in parallel batches."""
-        todo: list[tuple[list[int], int, tuple[str, int, int], str]] = []
+        todo: list[tuple[Node, int, tuple[str, int, int], str]] = []
         for node, state in pairs:
-            if state == NodeState.HIDDEN:
+            if state == NodeState.HIDDEN or self._known(node, state) >= 0:
                 continue
-            entry = self._slot(node)
-            if entry[state] < 0:
-                key = (node.id, node.version, state)
-                text = self._parked.get(key)
-                if text is None:
-                    text = self._render(node, state)
-                todo.append((entry, state, key, text))
+            key = (node.id, node.version, state)
+            text = self._parked.get(key)
+            if text is None:
+                text = self._render(node, state)
+            todo.append((node, state, key, text))
         if not todo:
             return
-        counts = self.counter.count_many([t[3] for t in todo])
-        for (entry, state, key, text), count in zip(todo, counts, strict=True):
-            entry[state] = count
+        counts = self.counter.count_many([t[3] for t in todo], remember=False)
+        for (node, state, key, text), count in zip(todo, counts, strict=True):
+            self._store(node, state, count)
             self._parked[key] = text
 
     def prefetch(self, nodes: Iterable[Node]) -> None:
@@ -118,7 +133,7 @@ class SectionCache:
         texts = []
         for node in nodes:
             state = node.state
-            if state == NodeState.HIDDEN or self._slot(node)[state] >= 0:
+            if state == NodeState.HIDDEN or self._known(node, state) >= 0:
                 continue
             key = (node.id, node.version, int(state))
             if key not in self._parked:

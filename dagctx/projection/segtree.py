@@ -53,7 +53,7 @@ class PrefixTree:
         self.cap = cap
         self.sum = array("q", bytes(16 * cap))
         self.mn = array("q", [INF]) * (2 * cap)
-        self.trig = array("q", bytes(16 * cap))
+        self.trig = array("i", bytes(8 * cap))
 
     def load(self, leaves: list[tuple[int, int, int]]) -> None:
         """Set leaves 0..len-1 at once (the rest empty) and build the inner nodes."""
