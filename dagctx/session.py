@@ -380,7 +380,11 @@ class Session(
         changes = self.graph.traces[self._trace_mark :]
         self._trace_mark = len(self.graph.traces)
         projection = build_projection(
-            self.graph, self.cache, self.budget, changes=changes, previous=self._last_projection
+            self.graph,
+            self.cache,
+            self.budget,
+            changes=self._shown_changes(changes, turn=self.turn),
+            previous=self._last_projection,
         )
         self._last_projection = projection
         self.context.add_tokens({"prompt_tokens": projection.tokens})
@@ -406,10 +410,16 @@ class Session(
         """Render the current graph within ``budget`` (default: the session's) without
         ticking; the changes section shows what changed since the last tick."""
         limit = self.budget if budget is None else check_budget(budget)
-        changes = self.graph.traces[self._trace_mark :]
+        changes = self._shown_changes(self.graph.traces[self._trace_mark :])
         return build_projection(
             self.graph, self.cache, limit, changes=changes, previous=self._last_projection
         )
+
+    def _shown_changes(self, changes: list[Trace], *, turn: int | None = None) -> list[Trace]:
+        """The changes a projection for ``turn`` lists: none before there is an earlier
+        turn to compare with (the first projection shows the building of the graph, not
+        changes to it). ``turn`` defaults to the next one."""
+        return changes if (self.turn + 1 if turn is None else turn) > 1 else []
 
     def walk_nodes(self) -> Iterator[Node]:
         """Nodes reachable from the roots, depth-first in order, each once."""

@@ -223,3 +223,19 @@ class TestBadInput:
         s.close()
         with pytest.raises(DagctxError, match="closed"):
             s.tick()
+
+
+class TestChangesSection:
+    def test_the_first_turn_lists_no_changes(self, session: Session) -> None:
+        v = session.text("src/auth.py")
+        session.group(v, title="auth")
+        assert "Changes since last turn" not in session.project().text
+        first = session.tick()
+        assert first.changes  # the building of the graph is still reported in the result
+        assert "Changes since last turn" not in first.projection.text
+
+    def test_later_turns_list_what_changed(self, project: Path, session: Session) -> None:
+        session.text("src/auth.py")
+        session.tick()
+        (project / "src" / "auth.py").write_text("x = 1\n")
+        assert "content changed" in session.tick().projection.text
