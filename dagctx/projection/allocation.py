@@ -37,6 +37,7 @@ from array import array
 from typing import Any
 
 from dagctx.nodes.base import Node, NodeState
+from dagctx.projection.assembly import most_that_fit
 from dagctx.projection.layout import Layout
 from dagctx.projection.sections import SectionCache, reference_section
 from dagctx.projection.segtree import INF, MinTree, PrefixTree, capacity_for
@@ -691,19 +692,19 @@ class Allocation:
         """Show entry ``i`` cut to the most whole lines that fit in ``room`` tokens (one
         line is known to fit)."""
         _, state, render_cut, n = self._cut_target(i)
-        measure = self.cache.measure
-        best = None
-        lo, hi = 1, n - 1
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            text, tokens = measure(render_cut(NodeState(state), mid))
-            if tokens <= room:
-                best, lo = (mid, text, tokens), mid + 1
-            else:
-                hi = mid - 1
-        if best is None:
-            text, tokens = measure(render_cut(NodeState(state), 1))
-            best = (1, text, tokens)
+        measure, cut_state = self.cache.measure, NodeState(state)
+        full = self.c(i, state)
+        # Keep k + 1 lines for k in 0..n-2 (one line is known to fit); start near the
+        # share of the whole text that the room allows.
+        k, text, tokens = most_that_fit(
+            lambda k: measure(render_cut(cut_state, k + 1)),
+            n - 2,
+            room,
+            n * room // max(full, 1) - 1,
+        )
+        if k < 0:  # only when more lines cost fewer tokens somewhere: one line fits
+            k, (text, tokens) = 0, measure(render_cut(cut_state, 1))
+        best = (k + 1, text, tokens)
         current = self.c(i, self.cur[i])
         self.mods.append((i, self.cur[i]))
         self.set_state(i, state)

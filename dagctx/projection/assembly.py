@@ -226,16 +226,39 @@ def footer(
     """The "left out" line for ``count`` nodes naming as many of ``names`` as fit."""
     if not count:
         return "", 0
-    lo, hi, best = 0, len(names), ("", 0)
-    while lo <= hi:  # the most names that fit
-        mid = (lo + hi) // 2
-        rest = f", … +{count - mid} more" if mid < count else ""
-        listed = ": " + ", ".join(names[:mid]) + rest if mid else ""
-        text, tokens = cache.measure(
+
+    def line(k: int) -> tuple[str, int]:
+        rest = f", … +{count - k} more" if k < count else ""
+        listed = ": " + ", ".join(names[:k]) + rest if k else ""
+        return cache.measure(
             f"[dagctx left out {count} node{'s' * (count != 1)} to fit {budget} tokens{listed}]"
         )
+
+    _, text, tokens = most_that_fit(line, len(names), limit)
+    return text, tokens
+
+
+def most_that_fit(
+    measure: Callable[[int], tuple[str, int]], most: int, limit: int, guess: int = 0
+) -> tuple[int, str, int]:
+    """(k, text, tokens) for the largest ``k`` in 0..``most`` whose ``measure(k)`` fits in
+    ``limit`` tokens ((-1, "", 0) when none does), assuming more ``k`` never costs fewer.
+
+    Gallops out from ``guess`` (doubling the step) before bisecting, so a small answer
+    near the guess costs a few small measurements rather than one of half the range.
+    """
+    best = (-1, "", 0)
+    lo, hi = 0, most  # the answer lies in [lo, hi]; lo - 1 is known to fit (or lo == 0)
+    k, step = max(0, min(guess, most)), 1
+    while lo <= hi:
+        text, tokens = measure(k)
         if tokens <= limit:
-            best, lo = (text, tokens), mid + 1
+            best, lo = (k, text, tokens), k + 1
+            k = min(hi, k + step)
         else:
-            hi = mid - 1
+            hi = k - 1
+            k = max(lo, k - step)
+        step *= 2
+        if step > 2 and lo <= hi and (k < lo or k > hi or step > hi - lo):
+            k = (lo + hi) // 2
     return best
