@@ -253,6 +253,8 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
     graph = session.graph
     _install_structure(graph, data.edges, data.roots, where)
     graph.clock = _get(data.info, "clock", int, where)
+    if not 0 <= graph.clock < 2**62:  # every later change adds one; SQLite stops at 2**63
+        raise CheckpointError(f"session file {where} has a bad 'clock': {graph.clock}")
     for name, raw_cp in data.checkpoints:
         graph.put_checkpoint(_structure_checkpoint(name, raw_cp, by_ref, where))
     graph.traces[:] = data.traces

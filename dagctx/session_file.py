@@ -101,7 +101,9 @@ def _open(path: Path, action: str, *, create: bool) -> Iterator[sqlite3.Connecti
         raise CheckpointError(f"cannot {action} session file {where}: {exc}") from exc
     try:
         yield conn
-    except (sqlite3.Error, UnicodeDecodeError) as exc:  # a damaged file: bad text bytes too
+    # UnicodeDecodeError: bad text bytes in a damaged file; OverflowError: an int past
+    # SQLite's 64 bits (only a tampered session counts that far).
+    except (sqlite3.Error, UnicodeDecodeError, OverflowError) as exc:
         raise CheckpointError(f"cannot {action} session file {where}: {exc}") from exc
     finally:
         conn.close()

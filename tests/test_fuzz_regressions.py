@@ -230,6 +230,24 @@ class TestDamagedFiles:
                     continue
                 assert (cp.task_id, cp.version) == ("t", version)  # was: task 'u' came back
 
+    def test_counts_past_sqlite_integers(self, tmp_path: Path) -> None:
+        (tmp_path / "a.py").write_text("x = 1\n")
+        with Session(tmp_path) as s:
+            node = s.text("a.py")
+            path = s.save(tmp_path / "s.db")
+            node.version = 2**63  # as a tampered file could make it
+            node.mark_changed("one more")
+            with pytest.raises(CheckpointError, match="too large"):
+                s.save(path)  # was: OverflowError, mid-transaction
+        with Session.load(path) as loaded:  # the file is as it was
+            assert loaded.get(node.id).version == 0
+        conn = sqlite3.connect(path)
+        conn.execute("UPDATE session_info SET value = '9223372036854775806' WHERE key = 'clock'")
+        conn.commit()
+        conn.close()
+        with pytest.raises(CheckpointError, match="'clock'"):
+            Session.load(path)  # every tick after it would have overflowed
+
 
 class TestNodeDataIsChecked:
     """Found by fuzzing Node.from_dict: malformed data came back as a node that failed
@@ -500,7 +518,11 @@ def check_loaded(path: Path, root: Path) -> None:
         for name in s.checkpoints():
             s.restore(name)
         assert s.project().tokens <= s.budget
-        s.save(path.with_name("again.db"))
+        try:
+            s.save(path.with_name("again.db"))
+        except CheckpointError as exc:  # a tampered count past SQLite's 64-bit integers
+            assert "too large" in str(exc)
+            event("saved again: count too large")
 
 
 class TestFuzzSessionLoad:
@@ -563,7 +585,7 @@ def tamper_one(conn: sqlite3.Connection, data: st.DataObject) -> None:
         return
     index = data.draw(st.integers(0, len(columns) - 1))
     old = row[index + 1]
-    if isinstance(old, str) and old[:1] in "{[" and data.draw(st.booleans()):
+    if isinstance(old, str) and old.startswith(("{", "[")) and data.draw(st.booleans()):
         value: Any = json.loads(old)
         if isinstance(value, dict) and value:
             value = data.draw(mutated(value))

@@ -31,6 +31,7 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from robust_support import examples
 
 from dagctx import CycleError, NodeState, Session, TickFrequency
 from dagctx.nodes.text import TextNode
@@ -329,4 +330,6 @@ class SessionModel(RuleBasedStateMachine):
 
 
 TestSessionModel = SessionModel.TestCase
-TestSessionModel.settings = settings(max_examples=100, stateful_step_count=40, deadline=None)
+TestSessionModel.settings = settings(
+    max_examples=examples(100), stateful_step_count=40, deadline=None
+)
