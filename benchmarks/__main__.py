@@ -108,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         f"dagctx benchmarks ({'quick' if args.quick else 'full'}, {elapsed:.0f} s,"
         f" Python {platform.python_version()}, {platform.machine()})"
     )
-    render(rows, Console(), title)
+    out = Console()
+    if not out.is_terminal:  # a log or a pipe: wide enough for one line per row
+        out = Console(width=170)
+    render(rows, out, title)
     RESULTS.write_text(
         json.dumps(
             {"quick": args.quick, "seconds": round(elapsed, 1), "rows": rows},

@@ -276,20 +276,34 @@ class ContextGraph:
         """Nodes without parents, in root order."""
         return [self._nodes[i] for i in self._roots]
 
+    # The accessors below read networkx's adjacency dicts directly (``_succ``/``_pred``):
+    # its view objects cost a call and an allocation per access, and these are hot paths.
+
     def parents(self, ref: NodeRef) -> list[Node]:
         """The node's parents, in the order they were linked."""
-        return [self._nodes[i] for i in self._dag.pred[self.get(ref).id]]
+        nodes = self._nodes
+        return [nodes[i] for i in self._dag._pred[self.get(ref).id]]
 
     def children(self, ref: NodeRef) -> list[Node]:
         """The node's children, in order."""
-        return [self._nodes[i] for i in self._dag.succ[self.get(ref).id]]
+        nodes = self._nodes
+        return [nodes[i] for i in self._dag._succ[self.get(ref).id]]
+
+    def child_count(self, ref: NodeRef) -> int:
+        """How many children the node has."""
+        return len(self._dag._succ[self.get(ref).id])
 
     def child_ids(self, node_id: str) -> list[str]:
         """Ids of a node's children in order (no existence check: hot path)."""
-        return list(self._dag.succ[node_id])
+        return list(self._dag._succ[node_id])
+
+    def child_nodes(self, node_id: str) -> list[Node]:
+        """A node's children in order, by id (no existence check: hot path)."""
+        nodes = self._nodes
+        return [nodes[i] for i in self._dag._succ[node_id]]
 
     def has_parents(self, node_id: str) -> bool:
-        return bool(self._dag.pred[node_id])
+        return bool(self._dag._pred[node_id])
 
     def ancestors(self, ref: NodeRef) -> list[Node]:
         """All ancestors of a node, children before parents (topological order)."""

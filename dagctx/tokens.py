@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 import tiktoken
@@ -74,38 +74,22 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The threads that count in the background (shared by all counters; tiktoken releases
-    the interpreter while it encodes, so counting overlaps Python work)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(2, thread_name_prefix="dagctx-count")
-        return _POOL
-
-
 class TokenCounter:
     """Counts tokens of text with one encoding, caching each count by content digest.
 
     ``encodings`` counts how many texts were actually encoded (cache misses), which lets
     tests and benchmarks check that unchanged content is never re-tokenized.
-    :meth:`prefetch` starts counting texts in the background; a later :meth:`count` of
-    the same text waits for that result instead of encoding it again. Counts asked with
-    ``remember=False`` go to a small bounded memory of recent texts instead of the cache.
+    Counts asked with ``remember=False`` go to a small bounded memory of recent texts
+    instead of the cache.
     """
 
-    __slots__ = ("_cache", "_lock", "_pending", "_recent", "encoding", "encodings", "name")
+    __slots__ = ("_cache", "_lock", "_recent", "encoding", "encodings", "name")
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         self.encoding = get_encoding(encoding)
         self.name = encoding
         self._cache: dict[bytes, int] = {}
         self._recent: dict[bytes, int] = {}  # the last _RECENT counts not remembered
-        self._pending: dict[bytes, Future[None]] = {}
         self._lock = threading.Lock()
         self.encodings = 0
 
@@ -128,7 +112,7 @@ class TokenCounter:
         """Return the number of tokens of ``text`` (special tokens counted as ordinary text).
 
         ``remember=False`` is for a caller that keeps the count itself (the section cache,
-        per node version): the count is not stored here, and a stored or prefetched one is
+        per node version): the count is not stored here, and one stored earlier is
         handed over (removed from here).
         """
         if not text:
@@ -137,45 +121,11 @@ class TokenCounter:
         cached = self._known(key, remember)
         if cached is not None:
             return cached
-        pending = self._pending.get(key)
-        if pending is not None:
-            pending.exception()  # wait; a failed batch is encoded again below
-            cached = self._known(key, remember)
-            if cached is not None:
-                return cached
         n = len(self.encoding.encode_ordinary(text))
         with self._lock:
             self._keep(key, n, remember)
             self.encodings += 1
         return n
-
-    def prefetch(self, texts: Sequence[str]) -> None:
-        """Start counting ``texts`` in the background (uncached ones, each once)."""
-        todo = []
-        for text in texts:
-            key = _digest(text)
-            if key not in self._cache and key not in self._pending:
-                todo.append((key, text))
-        if not todo:
-            return
-        with self._lock:
-            future = _pool().submit(self._count_batch, todo)
-            for key, _ in todo:
-                if key not in self._cache:
-                    self._pending[key] = future
-
-    def _count_batch(self, todo: list[tuple[bytes, str]]) -> None:
-        encode = self.encoding.encode_ordinary
-        try:
-            counts = [len(encode(text)) for _, text in todo]
-            with self._lock:
-                for (key, _), n in zip(todo, counts, strict=True):
-                    self._cache[key] = n
-                self.encodings += len(todo)
-        finally:
-            with self._lock:
-                for key, _ in todo:
-                    self._pending.pop(key, None)
 
     def count_exact(self, text: str) -> int:
         """Return the token count of ``text`` by encoding it now, bypassing the cache."""
@@ -188,15 +138,10 @@ class TokenCounter:
         (``remember`` as for :meth:`count`)."""
         keys = [_digest(t) for t in texts]
         missing: dict[bytes, str] = {}
-        waiting: set[Future[None]] = set()
         for key, text in zip(keys, texts, strict=True):
             if key in self._cache or key in missing or (not remember and key in self._recent):
                 continue
-            pending = self._pending.get(key)
-            if pending is not None:
-                waiting.add(pending)
-            else:
-                missing[key] = text
+            missing[key] = text
         found: dict[bytes, int] = {}
         if missing:
             order = list(missing)
@@ -207,8 +152,6 @@ class TokenCounter:
                 for key, n in found.items():
                     self._keep(key, n, remember)
                 self.encodings += len(order)
-        for future in waiting:
-            future.exception()  # wait; a failed batch is counted again below
         if remember:
             found = self._cache
         else:  # hand the counts over: the caller keeps them

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 ALWAYS_SKIPPED = frozenset({".git", ".dagctx", ".hg", ".svn", "__pycache__"})
 # Placeholders of files the scan leaves out (binary, unreadable or vanished meanwhile).
 _NOT_TEXT = ("[binary file", "[file unreadable", "[file deleted]")
-_PREFETCH = 64  # files whose token counts are started together during a scan
 _SNIFF = 8192
 
 
@@ -133,7 +132,6 @@ def scan_tree(
         groups: dict[str, GroupNode] = {top_rel: top}
         files = 0
         never = TickFrequency.never()
-        added: list[TextNode] = []
         for rel_path, is_dir in iter_files(session.root, absolute):
             parent = groups[rel_path.rpartition("/")[0] if "/" in rel_path else ""]
             if is_dir:
@@ -147,12 +145,7 @@ def scan_tree(
             if node.placeholder is not None and node.placeholder.startswith(_NOT_TEXT):
                 continue
             session.add(node, parent=parent)
-            added.append(node)
-            if len(added) == _PREFETCH:
-                session.cache.prefetch(added)  # count in the background while we read on
-                added.clear()
             files += 1
             if progress is not None:
                 progress(files)
-        session.cache.prefetch(added)
     return top

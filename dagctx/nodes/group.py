@@ -75,18 +75,21 @@ class GroupNode(Node):
         self.mark_changed("summary refreshed")
         return True
 
+    def _child_count(self) -> int:
+        return self.graph.child_count(self) if self.graph is not None else 0
+
     def render_state(self, state: NodeState) -> str:
-        children = self.children
         if state == NodeState.COLLAPSED:
-            return f"## {self.label()} (#{self.id}, {len(children)} children, collapsed)"
+            n = self._child_count()
+            return f"## {self.label()} (#{self.id}, {n} children, collapsed)"
         if state == NodeState.SUMMARY:
             summary = self.summary
             if summary is None:
-                stale = default_summary(children)
+                stale = default_summary(self.children)
                 return f"## {self.label()} (#{self.id}, summary pending)\n{stale}"
             return f"## {self.label()} (#{self.id}, summary)\n{summary}"
         if state == NodeState.ALL:
-            return f"## {self.label()} (#{self.id}, {len(children)} children)"
+            return f"## {self.label()} (#{self.id}, {self._child_count()} children)"
         return f"## {self.label()} (#{self.id})"
 
     def data_dict(self) -> dict[str, Any]:

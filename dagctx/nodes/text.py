@@ -168,7 +168,9 @@ class TextNode(Node):
                     handle.seek(0)
                     data, truncated = self._read_range(handle)
                 else:
-                    data = handle.read(max(self.max_bytes, _SNIFF_BYTES))
+                    # Ask for what stat said is there (a max_bytes buffer costs a large
+                    # allocation per file); a file that grew since shows the rest next time.
+                    data = handle.read(max(min(self.max_bytes, st.st_size), _SNIFF_BYTES))
                     if b"\x00" in data[:_SNIFF_BYTES]:
                         return key, _binary(st.st_size), [], None
                     data = data[: self.max_bytes]

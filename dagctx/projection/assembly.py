@@ -31,6 +31,16 @@ class Fenwick:
         self.n = n
         self.tree = array(typecode, [0]) * (n + 1)
 
+    def load(self, values: list[int]) -> None:
+        """Set position i to ``values[i]`` for all i at once (O(n))."""
+        tree, n = self.tree, self.n
+        for i, v in enumerate(values, 1):
+            tree[i] = v
+        for i in range(1, n + 1):
+            j = i + (i & -i)
+            if j <= n:
+                tree[j] += tree[i]
+
     def add(self, i: int, delta: int) -> None:
         tree, n = self.tree, self.n
         i += 1
@@ -83,7 +93,8 @@ class Body:
     def rebuild(self, n: int, section: Callable[[int], tuple[Shown, bool]]) -> None:
         """Recompute every entry (a new layout, or after an exceptional assembly)."""
         self.__init__(n)  # type: ignore[misc]
-        sections, texts = self.sections, self.texts
+        sections, texts, flags = self.sections, self.texts, self.shown
+        ones, tokens = [0] * n, [0] * n
         for i in range(n):
             shown, volatile = section(i)
             if shown is None:
@@ -94,13 +105,14 @@ class Body:
             self.unsafe += _unsafe(text)
             if volatile:
                 self.tail[i] = shown
-                self.shown[i] = 2
+                flags[i] = 2
             else:
-                self.shown[i] = 1
-                self.count.add(i, 1)
-                self.toks.add(i, sec.tokens)
+                flags[i] = 1
+                ones[i], tokens[i] = 1, sec.tokens
                 sections.append(sec)
                 texts.append(text)
+        self.count.load(ones)
+        self.toks.load(tokens)
         self.valid = True
 
     def patch(

@@ -78,11 +78,10 @@ class Layout:
             ref.append(0)
             first[node.id] = index
             if state in node.expands_at:
-                kids = graph.child_ids(node.id)
+                kids = graph.child_nodes(node.id)
                 if kids:
                     stack.append(~index)
-                    get = graph.get
-                    stack.extend((get(k), index) for k in reversed(kids))
+                    stack.extend((kid, index) for kid in reversed(kids))
         self.nodes, self.ref, self.end, self.parent = nodes, ref, end, parent
         self.requested, self.first, self.refs = requested, first, refs
 

@@ -8,9 +8,9 @@ boundary, so the sum of the parts is the count of the whole. The projection fall
 an exact count near the budget for other encodings or sections that start with a space.
 
 Counts are kept for every state a node was measured at; rendered text is not kept (the
-projection keeps the text of the sections it shows). Texts rendered while counting (or
-prefetching) are parked until :meth:`SectionCache.release`, so a section counted and then
-shown in the same projection is rendered once.
+projection keeps the text of the sections it shows). Texts rendered while counting are
+parked until :meth:`SectionCache.release`, so a section counted and then shown in the same
+projection is rendered once.
 """
 
 from __future__ import annotations
@@ -125,21 +125,6 @@ class SectionCache:
         for (node, state, key, text), count in zip(todo, counts, strict=True):
             self._store(node, state, count)
             self._parked[key] = text
-
-    def prefetch(self, nodes: Iterable[Node]) -> None:
-        """Render ``nodes`` at their requested states now and count them in the background,
-        so that a projection soon after finds the counts ready (a directory scan calls
-        this as it goes: counting overlaps reading the files)."""
-        texts = []
-        for node in nodes:
-            state = node.state
-            if state == NodeState.HIDDEN or self._known(node, state) >= 0:
-                continue
-            key = (node.id, node.version, int(state))
-            if key not in self._parked:
-                self._parked[key] = text = self._render(node, state)
-                texts.append(text)
-        self.counter.prefetch(texts)
 
     def release(self) -> None:
         """Drop the texts parked by counting (end of a projection)."""
