@@ -158,7 +158,7 @@ class TextNode(Node):
             return key, "[outside the session root, not shown]", [], None
         if not stat.S_ISREG(st.st_mode):
             return key, "[not a regular file]", [], None
-        self.total_bytes = st.st_size
+        self.total_bytes = key[1]  # the same int object as the stat key's
         try:
             with open(full, "rb") as handle:
                 if self.start_line is not None or self.end_line is not None:
