@@ -24,6 +24,9 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   next node that fits directly. Then long text nodes (most important first) are cut to the
   whole lines that fit in what is left.
 
+The module is long because it is one algorithm whose passes share the same state; the
+parts that stand alone live beside it (:mod:`.order`, :mod:`.segtree`, :mod:`.assembly`).
+
 States only move through :meth:`Allocation.set_state`, which keeps the visibility of
 entries (a collapsed or omitted container hides what it shows), the search trees and the
 set of *dirty* entries (whose section must be re-rendered) in step. Fill, cut and dropped
@@ -39,15 +42,13 @@ from typing import Any
 from dagctx.nodes.base import Node, NodeState
 from dagctx.projection.assembly import most_that_fit
 from dagctx.projection.layout import Layout
+from dagctx.projection.order import DegradeOrder
 from dagctx.projection.sections import SectionCache, reference_section
-from dagctx.projection.segtree import INF, MinTree, PrefixTree, capacity_for
+from dagctx.projection.segtree import INF, MinTree, PrefixTree
 
 OMIT = 0  # NodeState.HIDDEN: the allocation's "left out"
 COLLAPSED, SUMMARY, DETAILS, ALL = 1, 2, 3, 4
 _UNKNOWN = -2  # a cut cost not measured yet
-_SEQ_SHIFT = 16  # degrade keys: priority << 80 | recency << 16 | height
-_PRIO_SHIFT = 80
-_HEIGHT = (1 << _SEQ_SHIFT) - 1
 _NOT_CUTTABLE = -1
 
 
@@ -55,12 +56,6 @@ class Allocation:
     """The incremental plan of one budget over one :class:`Layout` (module docstring)."""
 
     __slots__ = (
-        "_block_end",
-        "_block_limit",
-        "_block_max",
-        "_block_start",
-        "_gaps",
-        "_key",
         "a_tree",
         "b_tree",
         "c_tree",
@@ -79,6 +74,7 @@ class Allocation:
         "kids",
         "layout",
         "mods",
+        "order",
         "owner",
         "pressure",
         "sa",
@@ -185,60 +181,16 @@ class Allocation:
         self._layout_slots()
         self.pressure = True
 
-    def _own_key(self, i: int) -> int:
-        """A node's degrade key: (priority, recency, height) packed into one int, height
-        counting how far up a key was inherited from a descendant (it orders a container
-        after the node whose key it took)."""
-        node = self.layout.nodes[i]
-        return (node.priority << _PRIO_SHIFT) + (node.seq << _SEQ_SHIFT)
-
     def _layout_slots(self) -> None:
-        """Order non-reference entries by key (containers after what they show) and lay
-        them out in slots, with a gap after each priority block for later moves."""
-        layout = self.layout
-        ref, parent = layout.ref, layout.parent
-        n = len(ref)
-        key: list[int] = [0] * n
-        for i in range(n):
-            if not ref[i]:
-                key[i] = self._own_key(i)
-        for i in range(n - 1, -1, -1):
-            p = parent[i]
-            if p >= 0 and not ref[i] and key[i] + 1 > key[p]:
-                key[p] = key[i] + 1
-        order = sorted((i for i in range(n) if not ref[i]), key=key.__getitem__)
-        self._key = key
-        blocks: list[tuple[int, list[int]]] = []
-        for i in order:
-            prio = key[i] >> _PRIO_SHIFT
-            if not blocks or blocks[-1][0] != prio:
-                blocks.append((prio, []))
-            blocks[-1][1].append(i)
-        self._place(blocks, {prio: key[members[-1]] for prio, members in blocks})
+        """Put the entries in degrade order and load the search trees."""
+        self.order = DegradeOrder(self.layout)
+        self._load_trees()
 
-    def _place(self, blocks: list[tuple[int, list[int]]], block_max: dict[int, int]) -> None:
-        """Give each priority block's entries consecutive slots with a gap after them, and
-        load the search trees."""
-        self._gaps = 8 + sum(len(b) for _, b in blocks) // 16
-        size = sum(len(b) + self._gap(len(b)) for _, b in blocks)
-        cap = capacity_for(max(1, size))
-        self.cap = cap
-        self.slot = array("i", [-1]) * len(self.layout)
-        self.entry_at = array("i", [-1]) * cap
-        self._block_start: dict[int, int] = {}
-        self._block_end: dict[int, int] = {}
-        self._block_limit: dict[int, int] = {}
-        self._block_max = block_max
-        s = 0
-        for prio, members in blocks:
-            self._block_start[prio] = s
-            for i in members:
-                self.slot[i] = s
-                self.entry_at[s] = i
-                s += 1
-            self._block_end[prio] = s
-            s += self._gap(len(members))
-            self._block_limit[prio] = s
+    def _load_trees(self) -> None:
+        """(Re)build the search trees over the order's slots."""
+        order = self.order
+        self.slot, self.entry_at, self.cap = order.slot, order.entry_at, order.cap
+        cap = self.cap
         self.a_tree = PrefixTree(cap)
         self.b_tree: PrefixTree | None = None  # built when pass A first runs out
         self.f_tree = MinTree(cap)
@@ -246,9 +198,8 @@ class Allocation:
         a_leaves = [(0, INF, 0)] * cap
         fill = [INF] * cap
         cut = [INF] * cap
-        for _, members in blocks:
-            for i in members:
-                slot = self.slot[i]
+        for slot, i in enumerate(self.entry_at):
+            if i >= 0:
                 a_leaves[slot] = self._a_leaf(i)
                 fill[slot] = self._up(i)
                 cut[slot] = self._cut_key(i)
@@ -269,24 +220,18 @@ class Allocation:
         return self.b_tree
 
     def _relayout(self) -> None:
-        """Lay the slots out again in their current order with fresh gaps (a priority
-        block ran out of room); states do not change, the stop is carried over."""
+        """Lay the slots out again (a priority block ran out of room): states do not
+        change, the stop is carried over to the new slots."""
         entry_at, cap = self.entry_at, self.cap
-        blocks = [
-            (prio, [i for i in entry_at[start : self._block_end[prio]] if i >= 0])
-            for prio, start in sorted(self._block_start.items(), key=lambda kv: kv[1])
-        ]
         phase, j, k = self.stop
         after = next((i for i in entry_at[j:] if i >= 0), -1) if j < cap else -1
         partial = j < cap and entry_at[j] >= 0
-        self._place(blocks, self._block_max)
+        self.order.relayout()
+        self._load_trees()
         if after < 0:
             self.stop = (phase, self.cap, 0)
         else:
             self.stop = (phase, self.slot[after], k if partial else 0)
-
-    def _gap(self, size: int) -> int:
-        return self._gaps + size // 8
 
     # -- step deltas ------------------------------------------------------------------
 
@@ -428,7 +373,7 @@ class Allocation:
                 self.t1[i] = _UNKNOWN
         if not press:
             return True
-        moved = self._rekey(changed)
+        moved = self.order.rekey(changed)
         if moved is None:
             return False
         for i in moved:
@@ -446,50 +391,19 @@ class Allocation:
             self.va[owner] += delta
             touched.add(owner)
 
-    def _rekey(self, changed: list[int]) -> list[int] | None:
-        """New keys for changed entries and the containers that inherit them; the entries
-        whose key changed, in key order (None: a priority went down, rebuild)."""
-        key, parent, ref = self._key, self.layout.parent, self.layout.ref
-        moved: set[int] = set()
-        for i in changed:
-            own = self._own_key(i)
-            old = key[i]
-            if old & _HEIGHT == 0 and own >> _PRIO_SHIFT < old >> _PRIO_SHIFT:
-                return None
-            if own <= old:
-                continue
-            key[i] = own
-            moved.add(i)
-            p = parent[i]
-            while p >= 0 and not ref[i]:
-                if key[i] + 1 <= key[p]:
-                    break
-                key[p] = key[i] + 1
-                moved.add(p)
-                i, p = p, parent[p]
-        return sorted(moved, key=key.__getitem__)
-
     def _move(self, i: int) -> bool:
         """Give entry ``i`` (whose key grew) the next slot of its priority block."""
-        k = self._key[i]
-        prio = k >> _PRIO_SHIFT
-        end = self._block_end.get(prio)
-        if end is None or k <= self._block_max[prio]:
+        order = self.order
+        if not order.can_append(i):
             return False
-        if end >= self._block_limit[prio]:
+        if order.full(i):
             self._relayout()
-            end = self._block_end[prio]
-        old = self.slot[i]
-        self.entry_at[old] = -1
+        old = order.append(i)
         self.a_tree.set(old, 0, INF, 0)
         if self.b_tree is not None:
             self.b_tree.set(old, 0, INF, 0)
         self.f_tree.set(old, INF)
         self.c_tree.set(old, INF)
-        self._block_end[prio] = end + 1
-        self._block_max[prio] = k
-        self.slot[i] = end
-        self.entry_at[end] = i
         self.set_state(i, self.prefix_state(i, self.stop))
         return True
 
