@@ -600,7 +600,7 @@ class Allocation:
         _, state, render_cut, n = self._cut_target(i)
         if n <= 1:
             return _NOT_CUTTABLE
-        return self.cache.measure(render_cut(NodeState(state), 1))[1]
+        return self.cache.measure(render_cut(NodeState(state), 1), remember=False)[1]
 
     def _apply_cut(self, i: int, room: int) -> None:
         """Show entry ``i`` cut to the most whole lines that fit in ``room`` tokens (one
@@ -611,13 +611,13 @@ class Allocation:
         # Keep k + 1 lines for k in 0..n-2 (one line is known to fit); start near the
         # share of the whole text that the room allows.
         k, text, tokens = most_that_fit(
-            lambda k: measure(render_cut(cut_state, k + 1)),
+            lambda k: measure(render_cut(cut_state, k + 1), remember=False),
             n - 2,
             room,
             n * room // max(full, 1) - 1,
         )
         if k < 0:  # only when more lines cost fewer tokens somewhere: one line fits
-            k, (text, tokens) = 0, measure(render_cut(cut_state, 1))
+            k, (text, tokens) = 0, measure(render_cut(cut_state, 1), remember=False)
         best = (k + 1, text, tokens)
         current = self.c(i, self.cur[i])
         self.mods.append((i, self.cur[i]))

@@ -217,14 +217,14 @@ def changes_section(
     if not lines:
         return "", 0
     head = "## Changes since last turn"
-    whole = cache.measure("\n".join([head, *lines]))
+    whole = cache.measure("\n".join([head, *lines]), remember=False)
     if whole[1] <= limit:
         return whole
     lo, hi, best = 0, len(lines) - 1, ("", 0)
     while lo <= hi:  # the most change lines that fit
         keep = (lo + hi) // 2
         more = [f"- … {len(lines) - keep} more changes"] if keep < len(lines) else []
-        text, tokens = cache.measure("\n".join([head, *lines[:keep], *more]))
+        text, tokens = cache.measure("\n".join([head, *lines[:keep], *more]), remember=False)
         if tokens <= limit:
             best, lo = (text, tokens), keep + 1
         else:
@@ -243,7 +243,8 @@ def footer(
         rest = f", … +{count - k} more" if k < count else ""
         listed = ": " + ", ".join(names[:k]) + rest if k else ""
         return cache.measure(
-            f"[dagctx left out {count} node{'s' * (count != 1)} to fit {budget} tokens{listed}]"
+            f"[dagctx left out {count} node{'s' * (count != 1)} to fit {budget} tokens{listed}]",
+            remember=False,
         )
 
     _, text, tokens = most_that_fit(line, len(names), limit)

@@ -10,6 +10,7 @@ the first projection of a budget builds its plan — both O(graph).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ class Projector:
 
     __slots__ = (
         "_labels_shared",
+        "_lock",
         "_mark",
         "_plans",
         "_prio_shared",
@@ -69,6 +71,7 @@ class Projector:
         self.labels: list[str] = []
         self.prio: list[int] = []
         self._labels_shared = self._prio_shared = False
+        self._lock = threading.Lock()
 
     # -- layout -----------------------------------------------------------------------
 
@@ -125,11 +128,16 @@ class Projector:
     def project(
         self, budget: int, changes: Sequence[Trace] = (), previous: Projection | None = None
     ) -> Projection:
-        """Render the graph into a :class:`Projection` of at most ``budget`` tokens."""
-        try:
-            return self._project(budget, changes, previous)
-        finally:
-            self.cache.release()
+        """Render the graph into a :class:`Projection` of at most ``budget`` tokens.
+
+        Projections of one projector run one at a time (a tick on the session's loop and a
+        ``project()`` from another thread share its state).
+        """
+        with self._lock:
+            try:
+                return self._project(budget, changes, previous)
+            finally:
+                self.cache.release()
 
     def _plan(self, layout: Layout, budget: int) -> _Plan:
         traces = self.graph.traces

@@ -130,10 +130,14 @@ class SectionCache:
         """Drop the texts parked by counting (end of a projection)."""
         self._parked.clear()
 
-    def measure(self, text: str) -> tuple[str, int]:
-        """Section text and tokens of free text (changes list, footer), cached by content."""
+    def measure(self, text: str, *, remember: bool = True) -> tuple[str, int]:
+        """Section text and tokens of free text (changes list, footer), cached by content.
+
+        ``remember=False`` for trial texts that change from turn to turn (a search for
+        the most lines that fit): their counts go to the counter's bounded recent memory.
+        """
         section = section_text(text)
-        return section, self.counter.count(section)
+        return section, self.counter.count(section, remember=remember)
 
     def forget(self, node_id: str) -> None:
         """Drop what is cached for a node (it left the graph)."""
