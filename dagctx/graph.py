@@ -384,6 +384,39 @@ class ContextGraph:
             raise GraphError(f"index must be an int, got {index!r}")
         return max(0, min(len(siblings), index if index >= 0 else len(siblings) + index + 1))
 
+    def extend(self, parent: NodeRef, children: Sequence[NodeRef]) -> None:
+        """Append ``children`` to ``parent``'s children, in order, as one change of the
+        parent (one version step and one trace, not one per child). Children already
+        linked to ``parent`` are skipped.
+
+        Raises:
+            NodeNotFoundError: an id is unknown.
+            CycleError: a child is ``parent`` or one of its ancestors (nothing is linked).
+        """
+        p = self.get(parent)
+        dag = self._dag
+        kids: list[Node] = []
+        seen: set[str] = set()
+        for ref in children:
+            c = self.get(ref)
+            if c.id in seen or dag.has_edge(p.id, c.id):
+                continue
+            if p is c:
+                raise CycleError(f"cannot link node {p.id!r} to itself")
+            if dag._succ[c.id] and nx.has_path(dag, c.id, p.id):
+                raise CycleError(f"linking {p.id!r} → {c.id!r} would close a cycle")
+            seen.add(c.id)
+            kids.append(c)
+        if not kids:
+            return
+        self._children_changing(p.id)
+        for c in kids:
+            dag.add_edge(p.id, c.id)
+            self._roots.pop(c.id, None)
+        self.structure_version += 1
+        what = f"child {kids[0].id}" if len(kids) == 1 else f"{len(kids)} children"
+        p.mark_changed(f"linked {what}")
+
     def unlink(self, parent: NodeRef, child: NodeRef) -> None:
         """Remove the edge ``parent → child``; a child left without parents becomes a root.
 

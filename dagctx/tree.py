@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from pathspec import GitIgnoreSpec
 
 from dagctx.errors import PathError
-from dagctx.nodes.base import NodeState, TickFrequency
+from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
 
@@ -126,26 +126,33 @@ def scan_tree(
     if not absolute.is_dir():
         raise PathError(f"{os.fspath(path)!r} is not a directory")
     top_rel = "" if relative == "." else relative
-    # One batch: each directory group is notified once at the end, not once per file.
-    with session.graph.batch():
+    # One batch: each directory group is notified once at the end, not once per file,
+    # and gets its children in one change ("linked 12 children"), not one per child.
+    graph = session.graph
+    with graph.batch():
         top = session.group(title=(top_rel or absolute.name) + "/", state=NodeState.DETAILS)
         groups: dict[str, GroupNode] = {top_rel: top}
+        members: dict[str, list[Node]] = {top_rel: []}
         files = 0
         never = TickFrequency.never()
         for rel_path, is_dir in iter_files(session.root, absolute):
-            parent = groups[rel_path.rpartition("/")[0] if "/" in rel_path else ""]
+            where = rel_path.rpartition("/")[0] if "/" in rel_path else ""
             if is_dir:
-                groups[rel_path] = session.group(
-                    title=rel_path + "/", state=NodeState.DETAILS, parent=parent
-                )
+                group = session.group(title=rel_path + "/", state=NodeState.DETAILS)
+                groups[rel_path], members[rel_path] = group, []
+                members[where].append(group)
                 continue
             # The scan skips symlinks, so the path is known to stay under the root; the
             # node's own read tells binary and unreadable files (which are skipped).
             node = TextNode(rel_path, root=session.root, frequency=never, checked=True)
             if node.placeholder is not None and node.placeholder.startswith(_NOT_TEXT):
                 continue
-            session.add(node, parent=parent)
+            session.add(node)
+            members[where].append(node)
             files += 1
             if progress is not None:
                 progress(files)
+        for where, kids in members.items():
+            if kids:
+                graph.extend(groups[where], kids)
     return top

@@ -11,10 +11,11 @@ import contextlib
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dagctx import DagctxError, NodeState, Session
+from dagctx import CycleError, DagctxError, NodeState, Session
 from dagctx.graph import ContextGraph
 from dagctx.nodes.group import GroupNode
 from dagctx.projection import Projection, SectionCache, build_projection
@@ -218,3 +219,24 @@ class TestCopyOnWriteCheckpoints:
         assert self.shape(g) == second
         g.restore("a")
         assert self.shape(g) == first
+
+
+class TestExtend:
+    def test_children_are_appended_in_order_as_one_change(self) -> None:
+        g = ContextGraph()
+        parent, a, b, c = (g.add(GroupNode(t)) for t in "pabc")
+        g.link(parent, b)
+        version = parent.version
+        g.extend(parent, [a, b, c, a])
+        assert [n.id for n in g.children(parent)] == [b.id, a.id, c.id]
+        assert parent.version == version + 1
+        assert g.traces[-1].description == "linked 2 children"
+        assert [n.id for n in g.roots()] == [parent.id]
+
+    def test_a_cycle_links_nothing(self) -> None:
+        g = ContextGraph()
+        top, mid, other = (g.add(GroupNode(t)) for t in ("top", "mid", "other"))
+        g.link(top, mid)
+        with pytest.raises(CycleError):
+            g.extend(mid, [other, top])
+        assert g.children(mid) == []
