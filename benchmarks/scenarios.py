@@ -134,13 +134,18 @@ def bench(quick: bool) -> Iterator[Bench]:
 
 def cold_build(b: Bench) -> list[Row]:
     """Scan repo-10k and count every node (a first projection with room for everything)
-    vs tiktoken alone counting the same files; each build is paired with a baseline run
-    right after it, and the median of the pairs' ratios counts."""
+    vs tiktoken alone counting the same files with two threads; each build is paired with
+    baseline runs right after it, and the median of the pairs' ratios counts.
+
+    The target's baseline is tiktoken's batch API, ``encode_ordinary_batch`` with two
+    threads; a second row compares with the texts split into two chunks on two threads,
+    the fastest way we know to run tiktoken alone.
+    """
     repo = b.repo(3)
     texts = [(repo.root / f).read_text() for f in repo.files]
     get_encoding()  # loading the encoding is once per process, not part of a build
     mimetypes.init()
-    builds, baselines = [], []
+    builds, batches, chunks = [], [], []
     for _ in range(1 if b.quick else 3):
         collect()
         started = time.perf_counter()
@@ -151,20 +156,34 @@ def cold_build(b: Bench) -> list[Row]:
             assert not projection.omitted and not projection.degraded
             encoding = session.counter.encoding
         collect()
-        baselines.append(tiktoken_alone(encoding, texts)[0])
-    ratios = sorted(m / base for m, base in zip(builds, baselines, strict=True))
-    ratio = ratios[len(ratios) // 2]
-    build, base = sorted(builds)[len(builds) // 2], sorted(baselines)[len(baselines) // 2]
+        batch, chunked = tiktoken_alone(encoding, texts)
+        batches.append(batch)
+        chunks.append(chunked)
+
+    def median(values: list[float]) -> float:
+        return sorted(values)[len(values) // 2]
+
+    ratio = median([m / base for m, base in zip(builds, batches, strict=True)])
+    strict = median([m / base for m, base in zip(builds, chunks, strict=True)])
+    build = median(builds)
     return [
         row(
-            f"cold build repo-10k: scan + count all ({repo.nodes:,} nodes) vs tiktoken alone",
+            f"cold build repo-10k: scan + count all ({repo.nodes:,} nodes) vs tiktoken's"
+            " encode_ordinary_batch (2 threads)",
             build,
             "s",
-            baseline=base,
-            target=COLD_TARGET * base,
+            baseline=median(batches),
+            target=COLD_TARGET * median(batches),
             target_text=f"≤ {COLD_TARGET}× tiktoken",
             passed=ratio <= COLD_TARGET,
-        )
+        ),
+        row(
+            "  vs tiktoken on two chunks in two threads (its fastest here)",
+            build,
+            "s",
+            baseline=median(chunks),
+            target_text=f"{strict:.2f}× (informational)",
+        ),
     ]
 
 
