@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dagctx.cli.watch import Outputs
 from dagctx.session import Session
-from dagctx.tree import scan_tree
-from dagctx.watch_display import Outputs
+from dagctx.watch.scan import scan_tree
 
 SEED = 20240611
 FILES = 1_000

@@ -25,7 +25,7 @@ from benchmarks.workloads import Graph100k, Repo, build_graph, rewrite, write_re
 from dagctx.nodes.base import NodeState
 from dagctx.session import Session
 from dagctx.tokens import get_encoding
-from dagctx.tree import scan_tree
+from dagctx.watch.scan import scan_tree
 
 UNLIMITED = 10**12
 TURN_TARGET_MS = 5.0

@@ -17,7 +17,7 @@ from benchmarks.measure import naive_turn
 from benchmarks.workloads import Graph100k, Repo, build_graph, rewrite, write_repo
 from dagctx.nodes.base import NodeState
 from dagctx.session import Session
-from dagctx.tree import scan_tree
+from dagctx.watch.scan import scan_tree
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,8 @@ from dagctx.capability import RawContext
 from dagctx.checkpoint import SQLiteCheckpointStore
 from dagctx.nodes import node_types
 from dagctx.nodes.mcp import MCPServerNode, MCPToolNode, ToolSpec
-from dagctx.persistence import SESSION_FILE
-from dagctx.session_file import SESSION_SCHEMA
+from dagctx.session.file import SESSION_SCHEMA
+from dagctx.session.store import SESSION_FILE
 
 WORKER = Path(__file__).with_name("session_file_worker.py")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from dagctx import Session
-from dagctx.process import KILL_GRACE
+from dagctx.runtime.processes import KILL_GRACE
 
 PY = sys.executable
 LOCK_WORKER = Path(__file__).with_name("lock_worker.py")

@@ -35,8 +35,8 @@ from dagctx.nodes.base import Node
 from dagctx.nodes.lock import LockNode, LockOutcome
 from dagctx.nodes.mcp import MCPServerNode, MCPToolNode, ToolSpec
 from dagctx.nodes.shell import ShellNode
-from dagctx.process import CommandResult
 from dagctx.projection import Projection
+from dagctx.runtime.processes import CommandResult
 from dagctx.tokens import get_encoding
 
 ENC = get_encoding()

@@ -18,7 +18,7 @@ import pytest
 from dagctx.errors import DagctxError, NodeNotFoundError, PathError
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.shell import ShellError, ShellNode
-from dagctx.process import CappedBuffer, CommandResult
+from dagctx.runtime.processes import CappedBuffer, CommandResult
 from dagctx.session import Session
 
 PY = sys.executable

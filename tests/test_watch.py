@@ -26,12 +26,12 @@ import pytest
 from rich.console import Console
 
 from dagctx.cli import main
+from dagctx.cli.watch import LiveView, Outputs
 from dagctx.errors import DagctxError
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
 from dagctx.session import Session, TickResult
-from dagctx.tree import scan_tree
-from dagctx.watch_display import LiveView, Outputs
+from dagctx.watch.scan import scan_tree
 
 pytestmark = pytest.mark.anyio
 WAIT = 10.0

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from graph_copy import rebuild, renders
 
-from dagctx.coordination import CoordinationError, paths_overlap
 from dagctx.errors import DagctxError, NodeNotFoundError, PathError
 from dagctx.nodes.base import NodeState, TickFrequency
 from dagctx.nodes.work import WorkNode
+from dagctx.runtime.coordination import CoordinationError, paths_overlap
 from dagctx.session import Session
 
 AGENT_SCRIPT = Path(__file__).with_name("work_agent.py")

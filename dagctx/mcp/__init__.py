@@ -1,7 +1,7 @@
 """MCP for dagctx: the client side (servers and their tools as nodes) lives here.
 
 :mod:`dagctx.mcp.client` runs MCP client sessions on a session's background loop;
-:mod:`dagctx.verbs.mcp` gives :class:`~dagctx.session.Session` its ``mcp_*`` verbs. The
+:mod:`dagctx.session.mcp` gives :class:`~dagctx.session.Session` its ``mcp_*`` verbs. The
 node types are :class:`~dagctx.nodes.mcp.MCPServerNode` and
 :class:`~dagctx.nodes.mcp.MCPToolNode`.
 

@@ -5,7 +5,7 @@ or streamable HTTP: a URL), performs the initialize handshake, lists the tools, 
 keeps the SDK's ``ClientSession`` open in a long-running task until :meth:`close` or until
 the server goes away. It never touches nodes: it reports through the callbacks it was
 given (a refreshed tool list after ``notifications/tools/list_changed``; the loss of the
-server), and :mod:`dagctx.verbs.mcp` turns those reports into queued node changes.
+server), and :mod:`dagctx.session.mcp` turns those reports into queued node changes.
 
 Every wait is bounded: the handshake by ``connect_timeout``, each call by its timeout,
 shutdown by the SDK's own bounded stdio shutdown (stdin closed, then SIGTERM, SIGKILL to

@@ -24,7 +24,7 @@ Invariants kept here:
   returns something that is not JSON renders a one-line placeholder naming the error.
 
 Not here: finding the node of a type/key in a session (the ``capability`` verb in
-:mod:`dagctx.verbs.capability`) and the three-level dict of an agent state
+:mod:`dagctx.session.capability`) and the three-level dict of an agent state
 (:class:`~dagctx.capability.ContextManager`).
 """
 

@@ -6,7 +6,7 @@ folder, named after the locked path (:func:`lock_file_for`). :class:`LockHandle`
 such lock so that it can be acquired on a worker thread and released from any thread,
 including while the acquisition still waits.
 
-``Session.lock`` (:mod:`dagctx.verbs.jobs`) acquires in the background and queues
+``Session.lock`` (:mod:`dagctx.session.jobs`) acquires in the background and queues
 :meth:`LockNode.apply_outcome`, which the next tick applies: status pending → acquired,
 timeout or error. ``Session.release`` and ``Session.close`` release the OS lock at once
 and mark the node ``released``.

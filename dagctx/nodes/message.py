@@ -4,7 +4,7 @@ A message's content does not change after it is added. A ``tool_call`` and the
 ``tool_result`` that answers it (same ``tool_call_id``) are *companions*: each names the
 other in :meth:`MessageNode.companions`, so the projection shows both or neither — a
 model never sees a call without its result. The session pairs them when the result is
-added (:meth:`~dagctx.verbs.conversation.ConversationVerbs.message`); the pairing is
+added (:meth:`~dagctx.session.conversation.ConversationVerbs.message`); the pairing is
 serialized with the node. A paired message whose companion has left the graph is never
 shown again (it could only be shown alone).
 

@@ -2,10 +2,10 @@
 
 The node holds what was asked (command, arguments, working directory, extra environment,
 timeout, output cap) and what happened (status, exit code or signal, duration, capped
-stdout/stderr). It never runs anything itself: ``Session.shell`` (:mod:`dagctx.verbs.jobs`)
-runs the command on the session's background loop through :func:`dagctx.process.run_command`
-and queues :meth:`ShellNode.apply_started` and :meth:`ShellNode.apply_result`, which the
-next tick applies. Status goes pending → running → completed / failed / timeout /
+stdout/stderr). It never runs anything itself: ``Session.shell``
+(:mod:`dagctx.session.jobs`) runs the command on the session's background loop through
+:func:`dagctx.runtime.processes.run_command` and queues :meth:`ShellNode.apply_started`
+and :meth:`ShellNode.apply_result`, which the next tick applies. Status goes pending → running → completed / failed / timeout /
 cancelled; ``completed`` means exit code 0, ``failed`` a non-zero exit, a crash by signal,
 or a command that could not start (``error`` says why).
 
@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from dagctx.errors import ShellError
 from dagctx.nodes.base import Node, NodeState
-from dagctx.process import FINAL_STATUSES, CommandResult, CommandSpec, ShellStatus
+from dagctx.runtime.processes import FINAL_STATUSES, CommandResult, CommandSpec, ShellStatus
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_OUTPUT_CAP = 32 * 1024

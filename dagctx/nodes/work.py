@@ -1,8 +1,8 @@
 """WorkNode: what this agent is working on, and who else is working on the same files.
 
 A WorkNode mirrors one claim of this session's agent in the coordination store
-(:mod:`dagctx.coordination`). It is recomputed every tick: the session's
-:class:`~dagctx.coordination.WorkBoard` heartbeats the agent's claims and lists every live
+(:mod:`dagctx.runtime.coordination`). It is recomputed every tick: the session's
+:class:`~dagctx.runtime.coordination.WorkBoard` heartbeats the agent's claims and lists every live
 claim once per tick, and the node derives from that list its status (``active``, or
 ``expired`` when its claim lapsed without a heartbeat), its conflicts (other agents'
 claims overlapping its files where one side writes) and the other agents' claims. The
@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
-from dagctx.coordination import Claim, Conflict, WorkBoard, agent_label, find_conflicts
 from dagctx.nodes.base import Node, NodeState, TickFrequency
+from dagctx.runtime.coordination import Claim, Conflict, WorkBoard, agent_label, find_conflicts
 
 STATUSES = ("active", "done", "expired")
 PEERS_SHOWN = 10  # DETAILS lists this many other claims; ALL lists all

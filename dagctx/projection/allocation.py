@@ -15,12 +15,12 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   is known in advance (a container's collapse removes the cost of its *frontier*, the
   entries it shows at their floor states). Pass A degrades every node to its floor
   (COLLAPSED or its ``min_state``), pass B then omits nodes; both are prefix-sum searches
-  over the slots (:class:`~dagctx.projection.segtree.PrefixTree`): the greedy stops at the
+  over the slots (:class:`~dagctx.projection._segtree.PrefixTree`): the greedy stops at the
   first step after which the total fits. Once a node is omitted or a container collapses,
   room for the "left out" footer is reserved.
 - **Fill.** Going back from the most important node, every degraded visible node is
   upgraded one level at a time while the next level fits; a
-  :class:`~dagctx.projection.segtree.MinTree` over the upgrade cost of each slot finds the
+  :class:`~dagctx.projection._segtree.MinTree` over the upgrade cost of each slot finds the
   next node that fits directly. Then long text nodes (most important first) are cut to the
   whole lines that fit in what is left.
 
@@ -40,11 +40,11 @@ from array import array
 from typing import Any
 
 from dagctx.nodes.base import Node, NodeState
+from dagctx.projection._segtree import INF, MinTree, PrefixTree
 from dagctx.projection.assembly import most_that_fit
 from dagctx.projection.layout import Layout
 from dagctx.projection.order import DegradeOrder
 from dagctx.projection.sections import SectionCache, reference_section
-from dagctx.projection.segtree import INF, MinTree, PrefixTree
 
 OMIT = 0  # NodeState.HIDDEN: the allocation's "left out"
 COLLAPSED, SUMMARY, DETAILS, ALL = 1, 2, 3, 4

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from array import array
 
+from dagctx.projection._segtree import capacity_for
 from dagctx.projection.layout import Layout
-from dagctx.projection.segtree import capacity_for
 
 SEQ_SHIFT = 16
 PRIO_SHIFT = 80

@@ -11,7 +11,7 @@ from dagctx.errors import DagctxError
 from dagctx.graph import NodeRef
 from dagctx.nodes.artifact import ArtifactNode
 from dagctx.nodes.base import NodeState
-from dagctx.verbs.host import SessionParts
+from dagctx.session.host import SessionParts
 
 
 class ArtifactVerbs(SessionParts):

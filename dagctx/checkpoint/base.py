@@ -1,4 +1,4 @@
-"""Checkpoints of a task context, and the stores that keep them.
+"""The checkpoint value and the interface every checkpoint store implements.
 
 A :class:`Checkpoint` is an immutable value: the state values, token usage and metadata of
 one task at one version. Stores implement one interface, :class:`BaseCheckpointStore`;
@@ -15,9 +15,8 @@ Invariants every store keeps:
   ``n`` is the highest version stored for the task, and stored checkpoints never change;
 - a ``save`` that raises stores nothing.
 
-The SQLite store lives in :mod:`dagctx.checkpoint_sqlite` (durability across processes and
-crashes is documented there) and is re-exported here. The in-memory store is not
-thread-safe.
+The backends are :mod:`dagctx.checkpoint.memory` and :mod:`dagctx.checkpoint.sqlite`
+(durability across processes and crashes is documented there).
 """
 
 from __future__ import annotations
@@ -28,12 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from dagctx.errors import CheckpointError
-
-if TYPE_CHECKING:
-    from dagctx.checkpoint_sqlite import CHECKPOINT_SCHEMA, SQLiteCheckpointStore
 
 _FIELDS = ("task_id", "version", "values", "token_usage", "metadata", "created_at")
 _REQUIRED_FIELDS = frozenset(_FIELDS) - {"metadata"}
@@ -298,80 +294,4 @@ def _is_version(version: object) -> bool:
     return isinstance(version, int) and not isinstance(version, bool)
 
 
-# -- in memory ---------------------------------------------------------------------------------
-
-
-class CheckpointStore(BaseCheckpointStore):
-    """Checkpoints of one task, kept in memory for the life of the process.
-
-    Any deep-copyable value can be stored. ``save`` stores a deep copy; ``get`` and
-    ``latest`` return fresh deep copies, equal to (not identical with) what ``save``
-    returned.
-    """
-
-    def __init__(self, task_id: str) -> None:
-        """Raises: CheckpointError: ``task_id`` is not a non-empty string."""
-        super().__init__(task_id)
-        self._checkpoints: list[Checkpoint] = []
-
-    @property
-    def version(self) -> int:
-        return len(self._checkpoints)
-
-    @property
-    def latest(self) -> Checkpoint | None:
-        return _copy_checkpoint(self._checkpoints[-1]) if self._checkpoints else None
-
-    def get(self, version: int) -> Checkpoint:
-        if not _is_version(version) or not 1 <= version <= len(self._checkpoints):
-            raise self._missing(version)
-        return _copy_checkpoint(self._checkpoints[version - 1])
-
-    def list_versions(self) -> list[int]:
-        return list(range(1, len(self._checkpoints) + 1))
-
-    def __len__(self) -> int:
-        return len(self._checkpoints)
-
-    def _append(
-        self,
-        values: dict[str, Any],
-        token_usage: dict[str, int],
-        metadata: dict[str, Any],
-        created_at: datetime,
-    ) -> Checkpoint:
-        stored = Checkpoint(
-            task_id=self._task_id,
-            version=len(self._checkpoints) + 1,
-            values=_deep_copy(values, "values"),
-            token_usage=token_usage,
-            metadata=_deep_copy(metadata, "metadata"),
-            created_at=created_at,
-        )
-        self._checkpoints.append(stored)
-        return _copy_checkpoint(stored)
-
-
-# -- the SQLite backend ------------------------------------------------------------------------
-
-_SQLITE_NAMES = frozenset({"CHECKPOINT_SCHEMA", "SQLiteCheckpointStore"})
-
-
-def __getattr__(name: str) -> Any:
-    # dagctx.checkpoint_sqlite imports the interface above, so its names are re-exported
-    # lazily: either module can then be imported first.
-    if name in _SQLITE_NAMES:
-        from dagctx import checkpoint_sqlite
-
-        return getattr(checkpoint_sqlite, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = [
-    "CHECKPOINT_SCHEMA",
-    "BaseCheckpointStore",
-    "Checkpoint",
-    "CheckpointError",
-    "CheckpointStore",
-    "SQLiteCheckpointStore",
-]
+__all__ = ["BaseCheckpointStore", "Checkpoint", "CheckpointError"]

@@ -21,7 +21,7 @@ forked contexts not merged yet. A node whose data names the saved session root u
 other root is refused (only a tampered file has one, and it would read files there).
 
 The file layout and its atomicity (one transaction per save, safe against a kill at any
-instant; a save that raises leaves the file as it was) belong to :mod:`dagctx.session_file`.
+instant; a save that raises leaves the file as it was) belong to :mod:`dagctx.session.file`.
 ``load`` checks the data as it rebuilds the session and returns a complete session or
 raises :class:`~dagctx.errors.CheckpointError` (closing whatever it had built).
 """
@@ -38,13 +38,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 import dagctx.nodes  # noqa: F401 - importing the package registers every node type
 from dagctx.checkpoint import BaseCheckpointStore, Checkpoint, CheckpointStore
-from dagctx.checkpoint_sqlite import encode_json
+from dagctx.checkpoint.sqlite import encode_json
 from dagctx.context import Context, ContextConfig, ContextState
 from dagctx.errors import CheckpointError, DagctxError
 from dagctx.graph import ContextGraph, StructureCheckpoint
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.registry import node_types
-from dagctx.session_file import SessionData, read_session_file, write_session_file
+from dagctx.session.file import SessionData, read_session_file, write_session_file
 
 if TYPE_CHECKING:
     from dagctx.session import Session

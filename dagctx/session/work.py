@@ -1,7 +1,7 @@
 """Work-coordination verbs: claim files for a piece of work and see other agents' claims.
 
 Each session is one agent (id ``pid-random``, optional name) on a coordination store
-(:mod:`dagctx.coordination`), by default ``<root>/.dagctx/coordination.db``; configure it
+(:mod:`dagctx.runtime.coordination`), by default ``<root>/.dagctx/coordination.db``; configure it
 with ``use_coordination(path, stale_after=..., agent_name=...)`` before the first claim.
 ``work_on(intent, *files, mode=...)`` stores a claim and adds a
 :class:`~dagctx.nodes.work.WorkNode` that every tick heartbeats the claim and shows the
@@ -16,7 +16,11 @@ import os
 import weakref
 from collections.abc import Callable, Iterable
 
-from dagctx.coordination import (
+from dagctx.errors import DagctxError, PathError
+from dagctx.graph import NodeRef
+from dagctx.nodes.base import NodeState
+from dagctx.nodes.work import WorkNode
+from dagctx.runtime.coordination import (
     DEFAULT_STALE_AFTER,
     Agent,
     Claim,
@@ -25,11 +29,7 @@ from dagctx.coordination import (
     WorkBoard,
     check_ttl,
 )
-from dagctx.errors import DagctxError, PathError
-from dagctx.graph import NodeRef
-from dagctx.nodes.base import NodeState
-from dagctx.nodes.work import WorkNode
-from dagctx.verbs.host import SessionParts
+from dagctx.session.host import SessionParts
 
 STORE_PATH = ".dagctx/coordination.db"  # under the session root
 

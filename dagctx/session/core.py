@@ -24,25 +24,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dagctx.background import BackgroundLoop
 from dagctx.context import Context
 from dagctx.errors import BudgetError, CycleError, DagctxError, PathError
 from dagctx.graph import ContextGraph, NodeRef
 from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.group import GroupNode, Summarizer
 from dagctx.nodes.text import TextNode
-from dagctx.persistence import ContextVerbs
 from dagctx.projection import Projection, SectionCache, build_projection
+from dagctx.session.artifacts import ArtifactVerbs
+from dagctx.session.capability import CapabilityVerbs
+from dagctx.session.conversation import ConversationVerbs
+from dagctx.session.info import SessionInfoVerbs
+from dagctx.session.jobs import JobVerbs
+from dagctx.session.loop import BackgroundLoop
+from dagctx.session.markdown import MarkdownVerbs
+from dagctx.session.mcp import MCPVerbs
+from dagctx.session.store import ContextVerbs
+from dagctx.session.work import WorkVerbs
 from dagctx.tokens import DEFAULT_ENCODING, TokenCounter
-from dagctx.verbs.artifacts import ArtifactVerbs
-from dagctx.verbs.capability import CapabilityVerbs
-from dagctx.verbs.conversation import ConversationVerbs
-from dagctx.verbs.jobs import JobVerbs
-from dagctx.verbs.markdown import MarkdownVerbs
-from dagctx.verbs.mcp import MCPVerbs
-from dagctx.verbs.session_info import SessionInfoVerbs
-from dagctx.verbs.work import WorkVerbs
-from dagctx.watch import WatchVerbs
+from dagctx.watch.loop import WatchVerbs
 
 _current: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
     "dagctx_session", default=None

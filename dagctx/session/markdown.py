@@ -8,7 +8,7 @@ from dagctx.errors import PathError
 from dagctx.graph import NodeRef
 from dagctx.nodes.base import NodeState, TickFrequency
 from dagctx.nodes.markdown import MarkdownNode
-from dagctx.verbs.host import SessionParts
+from dagctx.session.host import SessionParts
 
 
 class MarkdownVerbs(SessionParts):

@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_render(args: argparse.Namespace) -> int:
     from dagctx.session import Session
-    from dagctx.tree import scan_tree
+    from dagctx.watch.scan import scan_tree
 
     with Session(args.path, budget=args.budget, encoding=args.encoding) as session:
         scan_tree(session, ".")
@@ -76,7 +76,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from dagctx.watch_display import cmd_watch as run_watch
+    from dagctx.cli.watch import cmd_watch as run_watch
 
     return run_watch(args)
 
@@ -105,7 +105,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,7 +1,7 @@
 """Map file-system events to node changes for one directory tree of a session.
 
 A :class:`TreeTracker` knows the directory groups and whole-file text nodes that
-:func:`~dagctx.tree.scan_tree` made for one tree. It turns a batch of events into one
+:func:`~dagctx.watch.scan.scan_tree` made for one tree. It turns a batch of events into one
 change set (:meth:`TreeTracker.plan`, which reads the disk but changes no node), applied
 inside one tick (:meth:`TreeTracker.apply`). What a path became is read from the disk
 when the batch is planned, so an event only says "look at this path again":
@@ -21,7 +21,7 @@ Ignored, as by the scan: ``.gitignore`` matches, ``.git``, ``.dagctx``, virtual
 environments, binary files, and the paths passed as ``ignore`` (with their ``.<name>.*.tmp``
 siblings, the temporary files of an atomic write).
 
-The watching itself (watchfiles, batching, ticking) is :mod:`dagctx.watch`.
+The watching itself (watchfiles, batching, ticking) is :mod:`dagctx.watch.loop`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from dagctx.errors import PathError
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
-from dagctx.tree import ALWAYS_SKIPPED, IgnoreRules, is_binary, iter_files, scan_tree
+from dagctx.watch.scan import ALWAYS_SKIPPED, IgnoreRules, is_binary, iter_files, scan_tree
 
 if TYPE_CHECKING:
     from watchfiles import Change

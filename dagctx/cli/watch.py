@@ -11,7 +11,7 @@ The session is saved to ``PATH/.dagctx/session.db`` (every few seconds and at ex
 later ``dagctx watch`` on the same tree resumes it: node ids and states, checkpoints and
 the turn count carry over, and the tree is re-surveyed for what changed meanwhile.
 
-File tracking lives in :mod:`dagctx.watch`; this module only renders and writes.
+File tracking lives in :mod:`dagctx.watch.loop`; this module only renders and writes.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from rich.table import Table
 from dagctx.errors import CheckpointError, PathError
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
-from dagctx.watch_tree import TreeTracker
+from dagctx.watch.tracker import TreeTracker
 
 if TYPE_CHECKING:
     from dagctx.session import Session, TickResult
@@ -298,8 +298,8 @@ def open_session(path: str, budget: int, encoding: str, notice: Callable[[str], 
     Raises:
         BudgetError, EncodingError, PathError: for a new session.
     """
-    from dagctx.persistence import SESSION_FILE
     from dagctx.session import Session
+    from dagctx.session.store import SESSION_FILE
 
     saved = Path(path).expanduser() / SESSION_FILE
     if saved.is_file():

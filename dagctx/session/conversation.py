@@ -15,7 +15,7 @@ from dagctx.graph import NodeRef
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.message import MessageNode, check_message_fields
 from dagctx.nodes.topic import TopicNode
-from dagctx.verbs.host import SessionParts
+from dagctx.session.host import SessionParts
 
 
 class ConversationVerbs(SessionParts):

@@ -42,8 +42,14 @@ from dagctx.nodes.lock import (
     lock_file_for,
 )
 from dagctx.nodes.shell import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ShellError, ShellNode
-from dagctx.process import DRAIN_SECONDS, KILL_GRACE, CommandResult, CommandSpec, run_command
-from dagctx.verbs.host import SessionParts
+from dagctx.runtime.processes import (
+    DRAIN_SECONDS,
+    KILL_GRACE,
+    CommandResult,
+    CommandSpec,
+    run_command,
+)
+from dagctx.session.host import SessionParts
 
 if TYPE_CHECKING:
     from dagctx.graph import NodeRef

@@ -10,7 +10,7 @@ anything in the group is still alive after a grace period.
 
 A command that cannot start (missing executable, bad working directory, permission) is
 not an exception: the result says ``failed`` with the reason. This module knows nothing
-of nodes or sessions; :mod:`dagctx.verbs.jobs` queues its result for the next tick and
+of nodes or sessions; :mod:`dagctx.session.jobs` queues its result for the next tick and
 :class:`~dagctx.nodes.shell.ShellNode` renders it.
 """
 

@@ -11,7 +11,7 @@ may share one.
 
 :func:`encode_json` is the strict JSON encoding of stored values (a value must come back
 from JSON unchanged) and :func:`decode_json` its strict reading; the session file
-(:mod:`dagctx.persistence`, :mod:`dagctx.session_file`) uses them too.
+(:mod:`dagctx.session.store`, :mod:`dagctx.session.file`) uses them too.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from dagctx.checkpoint import BaseCheckpointStore, Checkpoint
+from dagctx.checkpoint.base import BaseCheckpointStore, Checkpoint
 from dagctx.errors import CheckpointError
 
 CHECKPOINT_SCHEMA = 1

@@ -5,9 +5,9 @@ async generator of :class:`~dagctx.session.TickResult`. watchfiles (``awatch``, 
 OS notifications: no polling loop here) gathers events into batches: a batch ends after
 :data:`DEFAULT_STEP_MS` without a new event, or :data:`DEFAULT_DEBOUNCE_MS` after it began.
 Each batch, merged with any that queued up while the previous tick ran, is planned by a
-:class:`~dagctx.watch_tree.TreeTracker` and applied inside one tick; a batch that changes
-nothing makes no tick. What an event does to the nodes is :mod:`dagctx.watch_tree`'s
-business; rendering and writing files is :mod:`dagctx.watch_display`'s.
+:class:`~dagctx.watch.tracker.TreeTracker` and applied inside one tick; a batch that changes
+nothing makes no tick. What an event does to the nodes is :mod:`dagctx.watch.tracker`'s
+business; rendering and writing files is :mod:`dagctx.cli.watch`'s.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from dagctx.errors import DagctxError
-from dagctx.watch_tree import TreeTracker
+from dagctx.watch.tracker import TreeTracker
 
 if TYPE_CHECKING:
     from dagctx.session import Session, TickResult
-    from dagctx.watch_tree import FileChange
+    from dagctx.watch.tracker import FileChange
 
 #: Longest time (ms) one batch of events may gather before it is handed over.
 DEFAULT_DEBOUNCE_MS = 1_600

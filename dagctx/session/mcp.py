@@ -25,7 +25,7 @@ from dagctx.mcp import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, SHUTDOWN_T
 from dagctx.nodes.artifact import ArtifactNode
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.mcp import MCPServerNode, ToolSpec
-from dagctx.verbs.host import SessionParts
+from dagctx.session.host import SessionParts
 
 if TYPE_CHECKING:
     from pathlib import Path

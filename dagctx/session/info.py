@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.session_node import SessionNode
-from dagctx.verbs.host import SessionParts
+from dagctx.session.host import SessionParts
 
 
 class SessionInfoVerbs(SessionParts):

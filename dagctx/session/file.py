@@ -2,7 +2,7 @@
 
 :func:`write_session_file` replaces the session a file holds with a :class:`SessionData`
 in one transaction; :func:`read_session_file` reads it back. What the rows mean (and how a
-:class:`~dagctx.session.Session` maps to them) is :mod:`dagctx.persistence`'s business;
+:class:`~dagctx.session.Session` maps to them) is :mod:`dagctx.session.store`'s business;
 this module owns the layout, the schema version and the atomicity:
 
 - ``dagctx_meta`` (shared with :class:`~dagctx.checkpoint.SQLiteCheckpointStore`, which
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dagctx.checkpoint_sqlite import decode_json
+from dagctx.checkpoint.sqlite import decode_json
 from dagctx.errors import CheckpointError
 from dagctx.nodes.base import Trace
 

@@ -14,7 +14,7 @@ from dagctx.errors import GraphError
 from dagctx.graph import NodeRef
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.capability import CapabilityNode, hold
-from dagctx.verbs.host import SessionParts
+from dagctx.session.host import SessionParts
 
 
 class CapabilityVerbs(SessionParts):

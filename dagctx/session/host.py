@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dagctx.background import BackgroundLoop
     from dagctx.graph import ContextGraph, NodeRef
     from dagctx.nodes.base import Node
     from dagctx.projection import Projection
+    from dagctx.session.loop import BackgroundLoop
 
 
 class SessionParts:

@@ -1,0 +1,7 @@
+"""``python -m dagctx.cli``: the ``dagctx`` command."""
+
+import sys
+
+from dagctx.cli import main
+
+sys.exit(main())
