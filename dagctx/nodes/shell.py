@@ -6,8 +6,9 @@ stdout/stderr). It never runs anything itself: ``Session.shell``
 (:mod:`dagctx.session.jobs`) runs the command on the session's background loop through
 :func:`dagctx.runtime.processes.run_command` and queues :meth:`ShellNode.apply_started`
 and :meth:`ShellNode.apply_result`, which the next tick applies. Status goes pending →
-running → completed / failed / timeout / cancelled; ``completed`` means exit code 0, ``failed`` a non-zero exit, a crash by signal,
-or a command that could not start (``error`` says why).
+running → completed / failed / timeout / cancelled; ``completed`` means exit code 0,
+``failed`` a non-zero exit, a crash by signal, or a command that could not start
+(``error`` says why).
 
 Renders: COLLAPSED ``$ cmd args → status (exit 0, 0.2 s)``; SUMMARY adds the last output
 lines; DETAILS the capped stdout and stderr; ALL adds cwd, environment and timing.
