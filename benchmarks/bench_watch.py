@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dagctx.cli.watch import Outputs
+from dagctx.cli.watch_view import Outputs
 from dagctx.session import Session
 from dagctx.watch.scan import scan_tree
 

@@ -26,7 +26,7 @@ import pytest
 from rich.console import Console
 
 from dagctx.cli import main
-from dagctx.cli.watch import LiveView, Outputs
+from dagctx.cli.watch_view import LiveView, Outputs
 from dagctx.errors import DagctxError
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode

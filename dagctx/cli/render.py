@@ -1,0 +1,40 @@
+"""``dagctx render``: print a budgeted projection of a directory tree."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from dagctx.cli._options import add_encoding, budget
+
+
+def add_parser(commands: Any) -> None:
+    """Add the ``render`` subcommand to ``commands`` (an argparse subparsers action)."""
+    parser = commands.add_parser("render", help="print a budgeted projection of a directory")
+    parser.add_argument("path", nargs="?", default=".", help="directory to render (default .)")
+    parser.add_argument("--budget", type=budget, required=True, help="token budget")
+    add_encoding(parser)
+    parser.add_argument("--explain", action="store_true", help="token table on stderr")
+    parser.add_argument("--format", choices=("text", "json", "messages"), default="text")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Scan ``args.path``, print its projection in ``args.format``; return the exit status."""
+    from dagctx.session import Session
+    from dagctx.watch.scan import scan_tree
+
+    with Session(args.path, budget=args.budget, encoding=args.encoding) as session:
+        scan_tree(session, ".")
+        projection = session.project()
+    if args.format == "json":
+        print(projection.to_json())
+    elif args.format == "messages":
+        print(json.dumps(projection.to_messages(), indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(projection.text)
+    if args.explain:
+        print(projection.explain(), file=sys.stderr)
+    return 0

@@ -1,0 +1,378 @@
+"""What ``dagctx watch`` shows and writes: scan a tree, then keep its budgeted projection fresh.
+
+After each tick the projection is written atomically (a temporary file in the same
+directory, then ``os.replace``) to ``--out`` (default ``PATH/.dagctx/projection.md``) and
+to ``PATH/.dagctx/projection.json`` (sections, changes and the explain table), so a
+reader never sees a half-written file. On a terminal the first scan of a large tree shows
+a progress bar and the status is a rich ``Live`` panel; otherwise each tick is one plain
+log line. Ctrl-C (or SIGTERM) stops cleanly with exit status 0 and no temporary files.
+
+The session is saved to ``PATH/.dagctx/session.db`` (every few seconds and at exit), and a
+later ``dagctx watch`` on the same tree resumes it: node ids and states, checkpoints and
+the turn count carry over, and the tree is re-surveyed for what changed meanwhile.
+
+File tracking lives in :mod:`dagctx.watch.loop`; this module only renders and writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import aclosing, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rich.console import Console, RenderableType
+from rich.live import Live
+from rich.panel import Panel
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+
+from dagctx.errors import CheckpointError, PathError
+from dagctx.nodes.group import GroupNode
+from dagctx.nodes.text import TextNode
+from dagctx.watch.tracker import TreeTracker
+
+if TYPE_CHECKING:
+    from dagctx.session import Session, TickResult
+
+STATE_DIR = ".dagctx"
+#: A scan still running after this many seconds gets a progress bar (a "large tree").
+LARGE_SCAN_SECONDS = 0.3
+#: Seconds between two saves of the session while watching (it is also saved at exit).
+SAVE_INTERVAL = 5.0
+_SHOWN_CHANGES = 5
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) in one step: readers see the old file or
+    the new one. The temporary file, ``.<name>.*.tmp`` beside it, never outlives a
+    failure. Raises OSError."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; the projection is for other tools
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def describe_changes(session: Session, result: TickResult) -> list[str]:
+    """One line per direct change of a tick ("path: what happened"), file changes first;
+    structural changes of directory groups only when nothing else changed."""
+    lines: list[str] = []
+    structural: list[str] = []
+    for trace in result.changes:
+        if trace.derived:
+            continue
+        node = session.graph.get(trace.node_id) if trace.node_id in session.graph else None
+        label = node.label() if node is not None else trace.node_id
+        line = f"{label}: {trace.description}"
+        (structural if isinstance(node, GroupNode) else lines).append(line)
+    return lines or structural
+
+
+@dataclass(frozen=True, slots=True)
+class Outputs:
+    """Where each tick's projection goes: the text and its JSON account."""
+
+    markdown: Path
+    json: Path
+
+    @classmethod
+    def for_session(cls, session: Session, out: str | None) -> Outputs:
+        """The output paths (``out`` or the default under the root), directories made.
+
+        Raises:
+            PathError: ``out`` is a directory.
+        """
+        state = session.root / STATE_DIR
+        markdown = Path(out).expanduser().resolve() if out else state / "projection.md"
+        if markdown.is_dir():
+            raise PathError(f"--out {out!r} is a directory; give a file path")
+        for directory in {markdown.parent, state}:
+            directory.mkdir(parents=True, exist_ok=True)
+        return cls(markdown, state / "projection.json")
+
+    @property
+    def paths(self) -> tuple[Path, Path]:
+        return self.markdown, self.json
+
+    def write(self, session: Session, result: TickResult) -> float:
+        """Write the text, then its account, each atomically; return the seconds it took.
+        Raises OSError."""
+        started = time.perf_counter()
+        projection = result.projection
+        write_atomic(self.markdown, projection.text)  # first: what agents read
+        account: dict[str, Any] = {
+            "turn": result.turn,
+            "tick_ms": round(result.duration * 1000, 3),
+            **projection.to_dict(),
+            "changes": [
+                {
+                    "node_id": t.node_id,
+                    "description": t.description,
+                    "old_version": t.old_version,
+                    "new_version": t.new_version,
+                }
+                for t in result.changes
+                if not t.derived
+            ],
+            "explain": projection.explain(),
+        }
+        # Compact: json's C encoder is used only without indent (several times faster).
+        write_atomic(self.json, json.dumps(account, ensure_ascii=False))
+        return time.perf_counter() - started
+
+
+class ScanProgress:
+    """The ``progress`` callback of the first scan: a rich progress bar on a terminal,
+    shown only once the scan has run for :data:`LARGE_SCAN_SECONDS`."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.files = 0
+        self._started: float | None = None
+        self._bar: Progress | None = None
+
+    def __call__(self, files: int) -> None:
+        self.files = files
+        if self._bar is None:
+            now = time.perf_counter()
+            self._started = self._started or now
+            if not self.console.is_terminal or now - self._started < LARGE_SCAN_SECONDS:
+                return
+            self._bar = Progress(
+                SpinnerColumn(),
+                TextColumn("scanning"),
+                BarColumn(),
+                TextColumn("{task.completed:,} files"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._bar.add_task("scan", total=None)
+            self._bar.start()
+        self._bar.update(self._bar.task_ids[0], completed=files)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+class StatusView(Protocol):
+    def update(self, result: TickResult, write_seconds: float) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _usage(result: TickResult) -> tuple[str, str]:
+    p = result.projection
+    budget = f"{p.tokens:,}/{p.budget:,} tokens ({100 * p.tokens / p.budget:.1f}%)"
+    sections = f"{len(p.sections)} sections, {len(p.degraded)} degraded, {len(p.omitted)} left out"
+    return budget, sections
+
+
+class LogView:
+    """One plain line per tick, for pipes and log files."""
+
+    def __init__(self, session: Session, outputs: Outputs, print_line: Callable[[str], None]):
+        self.session = session
+        self.outputs = outputs
+        self.print = print_line
+        self._started = False
+
+    def update(self, result: TickResult, write_seconds: float) -> None:
+        if not self._started:
+            self._started = True
+            self.print(
+                f"dagctx watch: watching {self.session.root} (budget {self.session.budget:,});"
+                f" writing {self.outputs.markdown} after each tick; Ctrl-C stops"
+            )
+        budget, sections = _usage(result)
+        changes = describe_changes(self.session, result)
+        changed = "; ".join(changes[:_SHOWN_CHANGES])
+        if len(changes) > _SHOWN_CHANGES:
+            changed += f"; … {len(changes) - _SHOWN_CHANGES} more"
+        latency = f"tick {result.duration * 1000:.1f} ms, write {write_seconds * 1000:.1f} ms"
+        count = f"{_count(len(changes), 'change')} ({changed})" if changes else "no changes"
+        self.print(f"turn {result.turn}: {count} | {budget} | {sections} | {latency}")
+
+    def close(self) -> None:
+        self.print("dagctx watch: stopped")
+
+
+class LiveView:
+    """A rich ``Live`` panel redrawn after each tick."""
+
+    def __init__(self, session: Session, outputs: Outputs, console: Console) -> None:
+        self.session = session
+        self.outputs = outputs
+        self._live = Live(console=console, auto_refresh=False, transient=False)
+        self._first = True
+
+    def update(self, result: TickResult, write_seconds: float) -> None:
+        if self._first:
+            self._live.start()
+        self._live.update(self._render(result, write_seconds), refresh=True)
+        self._first = False
+
+    def _render(self, result: TickResult, write_seconds: float) -> RenderableType:
+        p = result.projection
+        budget, sections = _usage(result)
+        changes = describe_changes(self.session, result)
+        if self._first:
+            files = sum(isinstance(n, TextNode) for n in self.session.graph)
+            shown = [f"first scan: {_count(files, 'file')}"]
+        else:
+            shown = changes[:_SHOWN_CHANGES] or ["nothing visible"]
+            if len(changes) > _SHOWN_CHANGES:
+                shown.append(f"… {len(changes) - _SHOWN_CHANGES} more")
+        usage = Table.grid(padding=(0, 1))
+        usage.add_row(ProgressBar(total=p.budget, completed=p.tokens, width=30), budget)
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold")
+        grid.add_column()
+        grid.add_row("watching", f"{self.session.root}  (Ctrl-C stops)")
+        grid.add_row("turn", str(result.turn))
+        grid.add_row("budget", usage)
+        grid.add_row("sections", sections)
+        grid.add_row("changed", "\n".join(shown))
+        latency = f"tick {result.duration * 1000:.1f} ms, write {write_seconds * 1000:.1f} ms"
+        grid.add_row("latency", latency)
+        grid.add_row("output", f"{self.outputs.markdown}\n{self.outputs.json}")
+        return Panel(grid, title="dagctx watch", expand=False)
+
+    def close(self) -> None:
+        self._live.stop()
+
+
+class SessionSaver:
+    """Saves the session to ``PATH/.dagctx/session.db``: at most every
+    :data:`SAVE_INTERVAL` seconds while watching (a save costs a full write) and at exit.
+    A failed save is reported once and does not stop the watch."""
+
+    def __init__(self, session: Session, notice: Callable[[str], None]) -> None:
+        self.session = session
+        self.notice = notice
+        self._last = time.monotonic()
+        self._reported = False
+
+    def save_if_due(self) -> None:
+        if time.monotonic() - self._last >= SAVE_INTERVAL:
+            self.save()
+
+    def save(self) -> None:
+        try:
+            self.session.save()
+        except CheckpointError as exc:
+            if not self._reported:
+                self.notice(f"dagctx watch: the session is not saved: {exc}")
+                self._reported = True
+        self._last = time.monotonic()
+
+
+def open_session(path: str, budget: int, encoding: str, notice: Callable[[str], None]) -> Session:
+    """Resume the session saved in ``path``'s ``.dagctx/session.db`` (node states,
+    checkpoints, turn count) with ``budget``, or start a new one. A saved file that does
+    not load is moved aside to ``session.db.unreadable``; one that counted tokens with
+    another encoding is replaced by the next save; ``notice`` says which.
+
+    Raises:
+        BudgetError, EncodingError, PathError: for a new session.
+    """
+    from dagctx.session import Session
+    from dagctx.session.store import SESSION_FILE
+
+    saved = Path(path).expanduser() / SESSION_FILE
+    if saved.is_file():
+        try:
+            session = Session.load(saved, root=path)
+        except CheckpointError as exc:
+            aside = saved.with_name(saved.name + ".unreadable")
+            os.replace(saved, aside)  # a save would not overwrite it; keep it to inspect
+            notice(f"dagctx watch: not resuming from {saved}: {exc}; moved it to {aside}")
+        else:
+            if session.encoding == encoding:
+                session.set_budget(budget)
+                notice(f"dagctx watch: resuming after turn {session.turn} from {saved}")
+                return session
+            session.close()
+            notice(
+                f"dagctx watch: not resuming from {saved}: it counts tokens with"
+                f" {session.encoding!r}, not {encoding!r}; starting over"
+            )
+    return Session(path, budget=budget, encoding=encoding)
+
+
+async def _watch(
+    session: Session,
+    outputs: Outputs,
+    view: StatusView,
+    progress: ScanProgress,
+    saver: SessionSaver,
+) -> None:
+    task = asyncio.current_task()
+    if task is not None:
+        with suppress(NotImplementedError, RuntimeError):  # no signals off the main thread
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    results = session.watch(".", progress=progress, ignore=outputs.paths)
+    async with aclosing(results):
+        async for result in results:
+            progress.close()
+            view.update(result, outputs.write(session, result))
+            saver.save_if_due()
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    """``dagctx watch``: see the module docstring. Returns the exit status."""
+    console = Console()
+    progress = ScanProgress(console)
+
+    def notice(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    with open_session(args.path, args.budget, args.encoding, notice) as session:
+        outputs = Outputs.for_session(session, args.out)
+        saver = SessionSaver(session, notice)
+        try:
+            if args.once:
+                TreeTracker(session, ".", ignore=outputs.paths).load(progress)
+                progress.close()
+                result = session.tick()
+                outputs.write(session, result)
+                budget, sections = _usage(result)
+                print(f"wrote {outputs.markdown} and {outputs.json}: {budget}, {sections}")
+                return 0
+            view: StatusView
+            if console.is_terminal:
+                view = LiveView(session, outputs, console)
+            else:
+                view = LogView(session, outputs, lambda line: print(line, flush=True))
+            try:
+                asyncio.run(_watch(session, outputs, view, progress, saver))
+            finally:
+                view.close()
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            pass
+        finally:
+            progress.close()
+            saver.save()
+    return 0
