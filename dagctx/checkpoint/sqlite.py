@@ -3,21 +3,17 @@
 A sibling of the in-memory :class:`~dagctx.checkpoint.CheckpointStore` behind the same
 :class:`~dagctx.checkpoint.BaseCheckpointStore` interface (import it from
 :mod:`dagctx.checkpoint`, which re-exports it). For any number of processes using one file
-(WAL journal, busy timeout): each ``save`` is one ``BEGIN IMMEDIATE`` transaction, so two
-writers never receive the same version; versions continue across process restarts; and
-once ``save`` has returned, the checkpoint survives a kill of the process at any later
-instant (``synchronous=FULL``). The store guards its connection with a lock, so threads
-may share one.
-
-:func:`encode_json` is the strict JSON encoding of stored values (a value must come back
-from JSON unchanged) and :func:`decode_json` its strict reading; the session file
-(:mod:`dagctx.session.store`, :mod:`dagctx.session.file`) uses them too.
+(opened by :mod:`dagctx._sqlite`: WAL journal, busy timeout, ``synchronous=FULL``, the
+``checkpoint_schema`` row in ``dagctx_meta``): each ``save`` is one ``BEGIN IMMEDIATE``
+transaction, so two writers never receive the same version; versions continue across
+process restarts; and once ``save`` has returned, the checkpoint survives a kill of the
+process at any later instant. Values are stored as strict JSON (:mod:`dagctx._json`). The
+store guards its connection with a lock, so threads may share one.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import sqlite3
 import threading
@@ -27,17 +23,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from dagctx import _sqlite
+from dagctx._json import decode_json, encode_json
 from dagctx.checkpoint.base import BaseCheckpointStore, Checkpoint
 from dagctx.errors import CheckpointError
 
 CHECKPOINT_SCHEMA = 1
 """Version of the SQLite layout written by :class:`SQLiteCheckpointStore`."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS dagctx_meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
+_LAYOUT = _sqlite.Layout(
+    component="checkpoint",
+    version=CHECKPOINT_SCHEMA,
+    tables="""
 CREATE TABLE IF NOT EXISTS context_checkpoints (
     task_id TEXT NOT NULL,
     version INTEGER NOT NULL CHECK (version >= 1),
@@ -46,79 +43,13 @@ CREATE TABLE IF NOT EXISTS context_checkpoints (
     token_usage TEXT NOT NULL,
     metadata TEXT NOT NULL,
     PRIMARY KEY (task_id, version)
-);
-"""
+)""",
+    noun="checkpoint file",
+    elsewhere="keep the checkpoints in another file",
+    error=CheckpointError,
+)
 
 _COLUMNS = "task_id, version, created_at, state_values, token_usage, metadata"
-
-
-def _check_json(value: object, where: str, open_containers: set[int]) -> None:
-    """Raise unless ``value`` survives a JSON round trip unchanged (types included)."""
-    if value is None or isinstance(value, bool | int | str):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise CheckpointError(f"{where} is {value!r}, which JSON cannot hold")
-        return
-    if not isinstance(value, list | dict):
-        hint = "; store it as a list" if isinstance(value, tuple) else ""
-        raise CheckpointError(f"{where} is a {type(value).__name__}, which JSON cannot hold{hint}")
-    if id(value) in open_containers:
-        raise CheckpointError(f"{where} contains itself, which JSON cannot hold")
-    open_containers.add(id(value))
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            _check_json(item, f"{where}[{index}]", open_containers)
-    else:
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise CheckpointError(f"{where} has key {key!r}; JSON keys must be strings")
-            _check_json(item, f"{where}[{key!r}]", open_containers)
-    open_containers.discard(id(value))
-
-
-def encode_json(value: dict[str, Any], name: str) -> str:
-    """Return ``value`` as JSON text.
-
-    Raises:
-        CheckpointError: a value would not come back unchanged from JSON (a tuple, a set,
-            NaN, an object, a non-string key, a cycle), naming where it sits.
-    """
-    try:
-        _check_json(value, name, set())
-    except RecursionError as exc:
-        raise CheckpointError(f"{name} is nested too deeply to store as JSON") from exc
-    # ASCII escapes keep lone surrogates, which UTF-8 text columns could not hold.
-    return json.dumps(value, allow_nan=False, separators=(",", ":"))
-
-
-def _of_another_application(conn: sqlite3.Connection) -> bool:
-    """Whether the file holds tables but none of dagctx's (it is never written then)."""
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    return bool(tables) and "dagctx_meta" not in tables
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON (a file written by dagctx never holds it)")
-
-
-def decode_json(text: str | bytes) -> Any:
-    """Read JSON text written by :func:`encode_json`: strict, so NaN and infinities (which
-    :func:`json.loads` accepts and no value of dagctx's can hold) are a ValueError too."""
-    return json.loads(text, parse_constant=_no_constant)
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """Run the block as one write transaction: committed on success, rolled back otherwise."""
-    conn.execute("BEGIN IMMEDIATE")  # takes the write lock now, waiting up to the timeout
-    try:
-        yield conn
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
 
 
 class SQLiteCheckpointStore(BaseCheckpointStore):
@@ -150,47 +81,9 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
         self._path = Path(path)
         self._where = repr(str(self._path))
         self._lock = threading.Lock()
-        try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self._path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-        except (OSError, ValueError, sqlite3.Error) as exc:  # ValueError: a NUL byte
-            raise CheckpointError(f"cannot open checkpoint file {self._where}: {exc}") from exc
-        try:
-            foreign = _of_another_application(conn)  # checked before the journal set-up
-            found = "" if foreign else self._prepare(conn)
-        except (sqlite3.Error, UnicodeDecodeError) as exc:
-            conn.close()
-            raise CheckpointError(f"{self._where} is not a usable checkpoint file: {exc}") from exc
-        if foreign:
-            conn.close()
-            raise CheckpointError(
-                f"{self._where} is a SQLite database of something else; keep the checkpoints"
-                " in another file"
-            )
-        if found != str(CHECKPOINT_SCHEMA):
-            conn.close()
-            raise CheckpointError(
-                f"{self._where} holds checkpoint schema {found}; this dagctx reads schema"
-                f" {CHECKPOINT_SCHEMA}"
-            )
-        self._conn: sqlite3.Connection | None = conn
-
-    @staticmethod
-    def _prepare(conn: sqlite3.Connection) -> str:
-        """Set the journal up, create the tables if needed, return the file's schema version."""
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")  # a returned save survives any later crash
-        with _transaction(conn):
-            for statement in _SCHEMA.split(";")[:-1]:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT OR IGNORE INTO dagctx_meta (key, value) VALUES ('checkpoint_schema', ?)",
-                (str(CHECKPOINT_SCHEMA),),
-            )
-            row = conn.execute("SELECT value FROM dagctx_meta WHERE key = 'checkpoint_schema'")
-            return str(row.fetchone()[0])
+        self._conn: sqlite3.Connection | None = _sqlite.open_store(
+            self._path, _LAYOUT, timeout=timeout, threads=True
+        )
 
     @property
     def path(self) -> Path:
@@ -265,7 +158,7 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
     ) -> Checkpoint:
         encoded_values = encode_json(values, "values")
         encoded_metadata = encode_json(metadata, "metadata")
-        with self._connection("save a checkpoint of") as conn, _transaction(conn):
+        with self._connection("save a checkpoint of") as conn, _sqlite.transaction(conn):
             (version,) = conn.execute(
                 "SELECT COALESCE(MAX(version), 0) + 1 FROM context_checkpoints WHERE task_id = ?",
                 (self._task_id,),
@@ -323,4 +216,4 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
         return f"SQLiteCheckpointStore(path={self._where}, task_id={self._task_id!r}, {count})"
 
 
-__all__ = ["CHECKPOINT_SCHEMA", "SQLiteCheckpointStore", "decode_json", "encode_json"]
+__all__ = ["CHECKPOINT_SCHEMA", "SQLiteCheckpointStore"]

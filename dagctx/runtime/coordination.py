@@ -2,8 +2,9 @@
 
 A *claim* is one agent's intent over some paths (absolute; a directory covers everything
 below it) in ``read`` or ``write`` mode. Claims live in an SQLite file — by default
-``<session root>/.dagctx/coordination.db`` — opened in WAL mode with a busy timeout, so
-readers never block and concurrent writers wait their turn instead of failing. Every
+``<session root>/.dagctx/coordination.db`` — opened by :mod:`dagctx._sqlite` (WAL journal,
+busy timeout, ``synchronous=FULL``, the ``coordination_schema`` row in ``dagctx_meta``),
+so readers never block and concurrent writers wait their turn instead of failing. Every
 write is one ``BEGIN IMMEDIATE`` transaction.
 
 Liveness: a claim carries its owner's ``ttl`` (the owner's ``stale_after``) and is live
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from dagctx import _sqlite
 from dagctx.errors import CoordinationError
 
 MODES = ("read", "write")
@@ -39,7 +41,7 @@ DEFAULT_BUSY_TIMEOUT = 10.0
 SCHEMA_VERSION = 1
 T = TypeVar("T")
 
-_SCHEMA = """
+_TABLES = """
 CREATE TABLE IF NOT EXISTS claims (
     claim_id   TEXT PRIMARY KEY,
     agent_id   TEXT NOT NULL,
@@ -55,6 +57,16 @@ CREATE TABLE IF NOT EXISTS claims (
 CREATE INDEX IF NOT EXISTS claims_by_agent ON claims (agent_id);
 CREATE INDEX IF NOT EXISTS claims_by_expiry ON claims (expires_at);
 """
+_LAYOUT = _sqlite.Layout(
+    component="coordination",
+    version=SCHEMA_VERSION,
+    tables=_TABLES,
+    noun="coordination store",
+    elsewhere="give the coordination store another path",
+    error=CoordinationError,
+    # Stores written before dagctx_meta kept their version in PRAGMA user_version.
+    adopts=frozenset({"claims", "claims_by_agent", "claims_by_expiry"}),
+)
 _COLUMNS = "claim_id, agent_id, agent_name, pid, intent, mode, files, created_at, expires_at"
 
 
@@ -183,7 +195,9 @@ class CoordinationStore:
         busy_timeout: seconds a writer waits for another writer before failing.
 
     Raises:
-        CoordinationError: the file cannot be created or opened as a store.
+        CoordinationError: the file cannot be created or opened as a store, is the SQLite
+            database of another application (left untouched), or holds another
+            coordination schema version.
     """
 
     def __init__(
@@ -191,30 +205,9 @@ class CoordinationStore:
     ) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            with self._write() as db:
-                self._create_schema(db)
-        except CoordinationError:
-            self.close()
-            raise
-        except (OSError, sqlite3.Error) as exc:
-            self.close()
-            raise CoordinationError(f"cannot open coordination store {str(path)!r}: {exc}") from exc
-
-    @staticmethod
-    def _create_schema(db: sqlite3.Connection) -> None:
-        # executescript would commit on its own; run the statements inside our transaction.
-        for statement in filter(str.strip, _SCHEMA.split(";")):
-            db.execute(statement)
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self._db: sqlite3.Connection | None = _sqlite.open_store(
+            self.path, _LAYOUT, timeout=busy_timeout, threads=True
+        )
 
     # -- transactions -----------------------------------------------------------------
 
@@ -226,19 +219,8 @@ class CoordinationStore:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One immediate write transaction, committed on success, rolled back on error."""
-        with self._lock:
-            db = self._connection()
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise CoordinationError(f"coordination store {str(self.path)!r}: {exc}") from exc
-            try:
-                yield db
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:  # some errors roll back on their own
-                    db.execute("ROLLBACK")
-                raise
+        with self._lock, _sqlite.transaction(self._connection()) as db:
+            yield db
 
     def _run_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` in one write transaction that also purges expired claims."""

@@ -6,7 +6,8 @@ in one transaction; :func:`read_session_file` reads it back. What the rows mean 
 this module owns the layout, the schema version and the atomicity:
 
 - ``dagctx_meta`` (shared with :class:`~dagctx.checkpoint.SQLiteCheckpointStore`, which
-  may use the same file) holds ``session_schema``; ``session_info`` holds JSON values by
+  may use the same file; see :mod:`dagctx._sqlite`) holds ``session_schema``;
+  ``session_info`` holds JSON values by
   key; ``session_nodes`` one row per node (``to_dict`` JSON, ``in_graph``, ``seq``,
   ``last_run``); ``session_edges`` the edges with their position among the parent's
   children and among the child's parents; ``session_roots`` the root order;
@@ -23,7 +24,6 @@ this module owns the layout, the schema version and the atomicity:
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dagctx.checkpoint.sqlite import decode_json
+from dagctx import _sqlite
+from dagctx._json import decode_json, dump_json
 from dagctx.errors import CheckpointError
 from dagctx.nodes.base import Trace
 
@@ -39,7 +40,6 @@ SESSION_SCHEMA = 1
 """Version of the session file layout written by :meth:`Session.save`."""
 
 _TABLES = """
-CREATE TABLE IF NOT EXISTS dagctx_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS session_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS session_nodes (
     ref INTEGER PRIMARY KEY, in_graph INTEGER NOT NULL, seq INTEGER NOT NULL,
@@ -86,19 +86,26 @@ class SessionData:
     context_checkpoints: list[dict[str, Any]]
 
 
+_LAYOUT = _sqlite.Layout(
+    component="session",
+    version=SESSION_SCHEMA,
+    tables=_TABLES,
+    noun="session file",
+    elsewhere="save the session to another path",
+    error=CheckpointError,
+)
+
+
 @contextmanager
 def _open(path: Path, action: str, *, create: bool) -> Iterator[sqlite3.Connection]:
     where = repr(str(path))
     try:
-        if not create and not path.is_file():
-            raise CheckpointError(f"no saved session at {where}")
-        if create:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        uri = f"{path.resolve().as_uri()}?mode={'rwc' if create else 'rw'}"
-        conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
-    # OSError: a name too long; ValueError: a NUL byte; RuntimeError: a symlink loop.
-    except (OSError, ValueError, RuntimeError, sqlite3.Error) as exc:
+        missing = not create and not path.is_file()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
         raise CheckpointError(f"cannot {action} session file {where}: {exc}") from exc
+    if missing:
+        raise CheckpointError(f"no saved session at {where}")
+    conn = _sqlite.connect(path, _LAYOUT, timeout=30.0, create=create, action=action)
     try:
         yield conn
     # UnicodeDecodeError: bad text bytes in a damaged file; OverflowError: an int past
@@ -109,21 +116,6 @@ def _open(path: Path, action: str, *, create: bool) -> Iterator[sqlite3.Connecti
         conn.close()
 
 
-def _schema_of(conn: sqlite3.Connection) -> str | None:
-    """The file's session schema; None for a dagctx file without a session (or no file)."""
-    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'dagctx_meta'").fetchall():
-        return None
-    row = conn.execute("SELECT value FROM dagctx_meta WHERE key = 'session_schema'").fetchone()
-    return None if row is None else str(row[0])
-
-
-def _schema_mismatch(path: Path, found: str) -> CheckpointError:
-    return CheckpointError(
-        f"{str(path)!r} holds session schema {found}; this dagctx reads and writes session"
-        f" schema {SESSION_SCHEMA}"
-    )
-
-
 def write_session_file(path: Path, data: SessionData) -> None:
     """Replace the session saved in ``path`` with ``data`` in one transaction.
 
@@ -132,43 +124,19 @@ def write_session_file(path: Path, data: SessionData) -> None:
             session schema (nothing is written then).
     """
     rows = _encode(data)
+    where = repr(str(path))
     with _open(path, "write", create=True) as conn:
-        _check_target(conn, path)  # before the journal set-up, which writes to the file
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")  # a returned save survives any later crash
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            _check_target(conn, path)  # again under the write lock
-            for statement in _TABLES.split(";")[:-1]:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT OR REPLACE INTO dagctx_meta (key, value) VALUES ('session_schema', ?)",
-                (str(SESSION_SCHEMA),),
-            )
+        _sqlite.check(conn, _LAYOUT, where)  # before the journal set-up, which writes
+        _sqlite.make_durable(conn)
+        with _sqlite.transaction(conn):
+            _sqlite.check(conn, _LAYOUT, where)  # again under the write lock
+            _sqlite.install(conn, _LAYOUT)
             for table in _SESSION_TABLES:
                 conn.execute(f"DELETE FROM {table}")
             for table, table_rows in rows.items():
                 if table_rows:
                     marks = ", ".join("?" * len(table_rows[0]))
                     conn.executemany(f"INSERT INTO {table} VALUES ({marks})", table_rows)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
-
-def _check_target(conn: sqlite3.Connection, path: Path) -> None:
-    """Refuse a SQLite file of another application or of another session schema."""
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    if tables and "dagctx_meta" not in tables:
-        raise CheckpointError(
-            f"{str(path)!r} is a SQLite database of something else; save the session to"
-            " another path"
-        )
-    found = _schema_of(conn)
-    if found is not None and found != str(SESSION_SCHEMA):
-        raise _schema_mismatch(path, found)
 
 
 def _encode(data: SessionData) -> dict[str, list[tuple[Any, ...]]]:
@@ -196,7 +164,7 @@ def _encode(data: SessionData) -> dict[str, list[tuple[Any, ...]]]:
 
 def _json(value: Any, what: str) -> str:
     try:
-        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+        return dump_json(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise CheckpointError(f"{what} cannot be saved as JSON: {exc}") from exc
 
@@ -212,11 +180,11 @@ def read_session_file(path: Path) -> SessionData:
     with _open(path, "read", create=False) as conn:
         conn.execute("BEGIN")  # one snapshot, even while another process saves
         try:
-            found = _schema_of(conn)
+            found = _sqlite.stored_version(conn, _LAYOUT)
             if found is None:
                 raise CheckpointError(f"{where} is not a dagctx session file (no session schema)")
             if found != str(SESSION_SCHEMA):
-                raise _schema_mismatch(path, found)
+                raise _sqlite.schema_mismatch(_LAYOUT, where, found)
             check = conn.execute("PRAGMA quick_check").fetchall()
             if check != [("ok",)]:
                 raise CheckpointError(f"{where} is corrupt: {check[0][0]}")

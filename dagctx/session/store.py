@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import dagctx.nodes  # noqa: F401 - importing the package registers every node type
+from dagctx._json import encode_json
 from dagctx.checkpoint import BaseCheckpointStore, Checkpoint, CheckpointStore
-from dagctx.checkpoint.sqlite import encode_json
 from dagctx.context import Context, ContextConfig, ContextState
 from dagctx.errors import CheckpointError, DagctxError
 from dagctx.graph import ContextGraph, StructureCheckpoint
