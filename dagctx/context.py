@@ -117,18 +117,23 @@ def make_config(mode: AutomationMode | str, /, **overrides: Any) -> ContextConfi
         chosen = AutomationMode(mode.lower() if isinstance(mode, str) else mode)
     except ValueError:
         known = ", ".join(m.value for m in AutomationMode)
-        raise ContextError(f"unknown automation mode {mode!r}; choose one of {known}") from None
+        raise ContextError(
+            f"unknown automation mode {mode!r}; choose one of {known}", value=mode
+        ) from None
     settings = [name for name in ContextConfig.model_fields if name != "mode"]
     unknown = sorted(set(overrides) - set(settings))
     if unknown:
         raise ContextError(
-            f"make_config has no setting {', '.join(unknown)}; settings: {', '.join(settings)}"
+            f"make_config has no setting {', '.join(unknown)}; settings: {', '.join(settings)}",
+            value=unknown,
         )
     try:
         return ContextConfig(mode=chosen, **{**_PRESETS[chosen], **overrides})
     except ValidationError as exc:
         problems = "; ".join(_describe(error) for error in exc.errors())
-        raise ContextError(f"invalid {chosen.value} configuration: {problems}") from exc
+        raise ContextError(
+            f"invalid {chosen.value} configuration: {problems}", value=overrides
+        ) from exc
 
 
 def _describe(error: Any) -> str:
@@ -141,7 +146,7 @@ def _describe(error: Any) -> str:
 
 def _check_key(key: object) -> str:
     if not isinstance(key, str):
-        raise ContextError(f"state keys must be strings, got {key!r}")
+        raise ContextError(f"state keys must be strings, got {key!r}", value=key)
     return key
 
 
@@ -162,7 +167,9 @@ class ContextState(MutableMapping[str, Any]):
     ) -> None:
         """Raises: ContextError: ``parent`` is not a ContextState, or a key is not a string."""
         if parent is not None and not isinstance(parent, ContextState):
-            raise ContextError(f"parent must be a ContextState, got {type(parent).__name__}")
+            raise ContextError(
+                f"parent must be a ContextState, got {type(parent).__name__}", value=parent
+            )
         self._parent = parent
         self._data: dict[str, Any] = {}
         if data is not None:
@@ -199,7 +206,7 @@ class ContextState(MutableMapping[str, Any]):
         Raises: ContextKeyError: ``key`` is not set on this level.
         """
         if key not in self._data:
-            raise ContextKeyError(self._not_local(key))
+            raise ContextKeyError(self._not_local(key), key=key)
         del self._data[key]
 
     def _not_local(self, key: object) -> str:
@@ -210,7 +217,7 @@ class ContextState(MutableMapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         value = self._lookup(key) if isinstance(key, str) else _MISSING
         if value is _MISSING:
-            raise ContextKeyError(f"state key {key!r} is not set")
+            raise ContextKeyError(f"state key {key!r} is not set", key=key)
         return value
 
     def __setitem__(self, key: str, value: Any) -> None:
@@ -249,7 +256,7 @@ class ContextState(MutableMapping[str, Any]):
         if key in self._data:
             return self._data.pop(key)
         if default is _MISSING:
-            raise ContextKeyError(self._not_local(key))
+            raise ContextKeyError(self._not_local(key), key=key)
         return default
 
     def popitem(self) -> tuple[str, Any]:
@@ -282,7 +289,7 @@ class ContextState(MutableMapping[str, Any]):
         elif isinstance(other, Mapping):
             items = dict(other)
         else:
-            raise ContextError(f"update needs a mapping, got {type(other).__name__}")
+            raise ContextError(f"update needs a mapping, got {type(other).__name__}", value=other)
         items.update(kwargs)
         for key in items:
             _check_key(key)
@@ -314,7 +321,7 @@ class ContextState(MutableMapping[str, Any]):
 
 def _check_task_id(task_id: object) -> str:
     if not isinstance(task_id, str) or not task_id:
-        raise ContextError(f"task_id must be a non-empty string, got {task_id!r}")
+        raise ContextError(f"task_id must be a non-empty string, got {task_id!r}", value=task_id)
     return task_id
 
 
@@ -350,10 +357,13 @@ class Context:
             ("store", store, BaseCheckpointStore),
         ):
             if value is not None and not isinstance(value, kind):
-                raise ContextError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+                raise ContextError(
+                    f"{name} must be a {kind.__name__}, got {type(value).__name__}", value=value
+                )
         if store is not None and store.task_id != task_id:
             raise ContextError(
-                f"store keeps checkpoints of task {store.task_id!r}, not of {task_id!r}"
+                f"store keeps checkpoints of task {store.task_id!r}, not of {task_id!r}",
+                value=store,
             )
         if config is None:
             config = parent.config if parent is not None else ContextConfig()
@@ -415,13 +425,17 @@ class Context:
                 a count is not a non-negative int (bools are refused); nothing is added.
         """
         if not isinstance(usage, Mapping):
-            raise ContextError(f"token usage must be a mapping, got {type(usage).__name__}")
+            raise ContextError(
+                f"token usage must be a mapping, got {type(usage).__name__}", value=usage
+            )
         for name, count in usage.items():
             if not isinstance(name, str) or not name:
-                raise ContextError(f"token metric names must be non-empty strings, got {name!r}")
+                raise ContextError(
+                    f"token metric names must be non-empty strings, got {name!r}", value=name
+                )
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 raise ContextError(
-                    f"token count {name!r} must be a non-negative int, got {count!r}"
+                    f"token count {name!r} must be a non-negative int, got {count!r}", value=count
                 )
         for name, count in usage.items():
             self._token_usage[name] = self._token_usage.get(name, 0) + count
@@ -445,15 +459,16 @@ class Context:
                 already merged.
         """
         if not isinstance(child, Context):
-            raise ContextError(f"merge needs a Context, got {type(child).__name__}")
+            raise ContextError(f"merge needs a Context, got {type(child).__name__}", value=child)
         if child._parent is not self:
             raise ContextError(
                 f"context {child.task_id!r} is not a child of {self._task_id!r}; merge it"
-                " into its own parent"
+                " into its own parent",
+                value=child,
             )
         if child._merged:
             raise ContextError(
-                f"context {child.task_id!r} was already merged into {self._task_id!r}"
+                f"context {child.task_id!r} was already merged into {self._task_id!r}", value=child
             )
         self._state.update(child._state.local_dict())
         for name, count in child._token_usage.items():
@@ -495,7 +510,8 @@ class Context:
         if not isinstance(checkpoint, Checkpoint):
             raise CheckpointError(
                 f"restore needs a Checkpoint, got {type(checkpoint).__name__}; use"
-                " Checkpoint.from_dict for serialized data"
+                " Checkpoint.from_dict for serialized data",
+                value=checkpoint,
             )
         values = checkpoint.to_dict()["values"]  # a deep copy
         context = cls(checkpoint.task_id, config=config, state=ContextState(values), store=store)

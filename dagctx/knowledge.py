@@ -131,7 +131,9 @@ def _overlap_start(
 
 def _check_chunking(chunk_size: int, chunk_overlap: int) -> None:
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise KnowledgeError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+        raise KnowledgeError(
+            f"chunk_size must be a positive integer, got {chunk_size!r}", value=chunk_size
+        )
     if (
         isinstance(chunk_overlap, bool)
         or not isinstance(chunk_overlap, int)
@@ -139,7 +141,8 @@ def _check_chunking(chunk_size: int, chunk_overlap: int) -> None:
     ):
         raise KnowledgeError(
             f"chunk_overlap must be an integer in [0, chunk_size={chunk_size}), "
-            f"got {chunk_overlap!r}"
+            f"got {chunk_overlap!r}",
+            value=chunk_overlap,
         )
 
 
@@ -188,7 +191,9 @@ class KnowledgeStore:
     ) -> None:
         _check_chunking(chunk_size, chunk_overlap)
         if k1 < 0 or not 0 <= b <= 1:
-            raise KnowledgeError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+            raise KnowledgeError(
+                f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}", value=(k1, b)
+            )
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.k1 = k1
@@ -224,7 +229,8 @@ class KnowledgeStore:
         if not isinstance(name, str) or not isinstance(text, str):
             raise KnowledgeError(
                 f"add needs a str name and text, got {type(name).__name__} "
-                f"and {type(text).__name__}"
+                f"and {type(text).__name__}",
+                value=text if isinstance(name, str) else name,
             )
         chunks = chunk_text(name, text, self.chunk_size, self.chunk_overlap)
         self.remove(name)
@@ -264,7 +270,7 @@ class KnowledgeStore:
             KnowledgeError: `top_k` is not a positive integer.
         """
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise KnowledgeError(f"top_k must be a positive integer, got {top_k!r}")
+            raise KnowledgeError(f"top_k must be a positive integer, got {top_k!r}", value=top_k)
         scores: dict[tuple[str, int], float] = {}
         for term in set(tokenize(query)):
             holders = self._postings.get(term)
@@ -352,7 +358,9 @@ class Workspace:
         knowledge_store: KnowledgeStore | None = None,
     ) -> None:
         if not isinstance(workspace_id, str) or not workspace_id.strip():
-            raise KnowledgeError(f"workspace_id must be a non-empty string, got {workspace_id!r}")
+            raise KnowledgeError(
+                f"workspace_id must be a non-empty string, got {workspace_id!r}", value=workspace_id
+            )
         self.workspace_id = workspace_id
         self.storage_path = Path(storage_path) if storage_path is not None else None
         self.knowledge_store = knowledge_store
@@ -381,7 +389,8 @@ class Workspace:
         _check_name(name)
         if not isinstance(content, str):
             raise KnowledgeError(
-                f"content of artifact {name!r} must be a str, got {type(content).__name__}"
+                f"content of artifact {name!r} must be a str, got {type(content).__name__}",
+                value=content,
             )
         previous = self._artifacts.get(name)
         number = previous.version + 1 if previous else 1
@@ -449,7 +458,8 @@ class Workspace:
         if artifact is None:
             known = ", ".join(self.list()) or "none"
             raise ArtifactNotFoundError(
-                f"no artifact {name!r} in workspace {self.workspace_id!r} (artifacts: {known})"
+                f"no artifact {name!r} in workspace {self.workspace_id!r} (artifacts: {known})",
+                name=name,
             )
         return artifact
 
@@ -458,10 +468,11 @@ class Workspace:
         if version is None:
             return artifact.latest
         if isinstance(version, bool) or not isinstance(version, int):
-            raise KnowledgeError(f"version must be an integer, got {version!r}")
+            raise KnowledgeError(f"version must be an integer, got {version!r}", value=version)
         if not 1 <= version <= artifact.version:
             raise KnowledgeError(
-                f"artifact {name!r} has no version {version} (versions 1..{artifact.version})"
+                f"artifact {name!r} has no version {version} (versions 1..{artifact.version})",
+                value=version,
             )
         return artifact.versions[version - 1]
 
@@ -504,7 +515,7 @@ class Workspace:
         for path in sorted(self.storage_path.glob("[0-9a-f]*.json")):
             artifact = self._parse(path)
             if path != self._file_for(artifact.name):
-                raise KnowledgeError(f"{path} does not hold the artifact its name says")
+                raise KnowledgeError(f"{path} does not hold the artifact its name says", value=path)
             loaded[artifact.name] = artifact
         for artifact in sorted(loaded.values(), key=lambda a: (a.versions[0].created_at, a.name)):
             self._artifacts[artifact.name] = artifact
@@ -520,25 +531,26 @@ class Workspace:
                 for v in record["versions"]
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise KnowledgeError(f"cannot load artifact file {path}: {exc}") from exc
+            raise KnowledgeError(f"cannot load artifact file {path}: {exc}", value=path) from exc
         if owner != self.workspace_id:
             raise KnowledgeError(
                 f"{path} belongs to workspace {owner!r}, not {self.workspace_id!r}; "
-                "give each workspace its own storage_path"
+                "give each workspace its own storage_path",
+                value=path,
             )
         if not versions or [v.version for v in versions] != builtins.list(
             range(1, len(versions) + 1)
         ):
-            raise KnowledgeError(f"{path} has missing or out-of-order versions")
+            raise KnowledgeError(f"{path} has missing or out-of-order versions", value=path)
         return Artifact(str(name), versions)
 
 
 def _check_name(name: object) -> None:
     if not isinstance(name, str) or not name.strip():
-        raise KnowledgeError(f"artifact name must be a non-empty string, got {name!r}")
+        raise KnowledgeError(f"artifact name must be a non-empty string, got {name!r}", value=name)
     if "\x00" in name:
-        raise KnowledgeError(f"artifact name must not contain a NUL byte, got {name!r}")
+        raise KnowledgeError(f"artifact name must not contain a NUL byte, got {name!r}", value=name)
     if len(name) > _MAX_NAME_LENGTH:
         raise KnowledgeError(
-            f"artifact name is {len(name)} characters; the limit is {_MAX_NAME_LENGTH}"
+            f"artifact name is {len(name)} characters; the limit is {_MAX_NAME_LENGTH}", value=name
         )

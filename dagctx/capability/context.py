@@ -110,12 +110,13 @@ class ContextRegistry:
         class holds the type and ``replace`` is false.
         """
         if not (isinstance(cls, type) and issubclass(cls, CapabilityContext)):
-            raise CapabilityTypeError(f"{cls!r} is not a CapabilityContext subclass")
+            raise CapabilityTypeError(f"{cls!r} is not a CapabilityContext subclass", value=cls)
         if inspect.isabstract(cls):
             raise CapabilityTypeError(
                 f"{qualified_name(cls)} is abstract (it does not implement "
                 f"{', '.join(sorted(getattr(cls, '__abstractmethods__', ())))}) "
-                "and cannot be registered"
+                "and cannot be registered",
+                value=cls,
             )
         context_type = cls.CONTEXT_TYPE
         with self._lock:
@@ -128,7 +129,8 @@ class ContextRegistry:
                 raise CapabilityTypeError(
                     f"{qualified_name(cls)} declares CONTEXT_TYPE {context_type!r}, which "
                     f"{qualified_name(current)} already holds; give {cls.__name__} its own "
-                    f"CONTEXT_TYPE or unregister {context_type!r} first"
+                    f"CONTEXT_TYPE or unregister {context_type!r} first",
+                    value=cls,
                 )
             self._classes[context_type] = cls
         return cls
@@ -143,7 +145,7 @@ class ContextRegistry:
                 return self._classes.pop(context_type)
             except KeyError:
                 raise CapabilityError(
-                    f"no context class is registered for {context_type!r}"
+                    f"no context class is registered for {context_type!r}", value=context_type
                 ) from None
 
     def get(self, context_type: str) -> type[CapabilityContext] | None:
@@ -227,20 +229,22 @@ def _check_class_constant(cls: type[CapabilityContext], name: str) -> None:
     if name in cls.model_fields:
         raise CapabilityTypeError(
             f"{qualified_name(cls)} declares {name} as a pydantic field; make it a class "
-            f'constant: `{name}: ClassVar[str] = "..."`'
+            f'constant: `{name}: ClassVar[str] = "..."`',
+            value=cls,
         )
     value = getattr(cls, name, None)
     if not isinstance(value, str) or not value.strip():
         raise CapabilityTypeError(
             f"{qualified_name(cls)} must set {name} to a non-empty string (got {value!r}); "
-            f'add `{name}: ClassVar[str] = "..."` to the class'
+            f'add `{name}: ClassVar[str] = "..."` to the class',
+            value=cls,
         )
 
 
 def check_name(what: str, value: object) -> None:
     """Raise :class:`CapabilityError` naming ``what`` unless ``value`` is a non-empty str."""
     if not isinstance(value, str) or not value:
-        raise CapabilityError(f"{what} must be a non-empty string, got {value!r}")
+        raise CapabilityError(f"{what} must be a non-empty string, got {value!r}", value=value)
 
 
 def without_meta(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -262,12 +266,14 @@ def dump_context(value: StoredContext, where: str) -> dict[str, Any]:
         except (TypeError, ValueError) as error:
             raise CapabilityTypeError(
                 f"untyped {value.context_type} context stored as {where} is not "
-                f"JSON-serialisable: {error}"
+                f"JSON-serialisable: {error}",
+                value=value,
             ) from error
         return data
     try:
         return value.model_dump(mode="json", by_alias=True, round_trip=True)
     except PydanticSerializationError as error:
         raise CapabilityTypeError(
-            f"{type(value).__name__} stored as {where} cannot be dumped to JSON: {error}"
+            f"{type(value).__name__} stored as {where} cannot be dumped to JSON: {error}",
+            value=value,
         ) from error

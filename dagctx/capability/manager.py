@@ -156,22 +156,26 @@ class ContextManager:
         if not isinstance(value, CapabilityContext):
             raise CapabilityTypeError(
                 f"the value stored as {context_type}.{key} must be a CapabilityContext, "
-                f"got {type(value).__name__}"
+                f"got {type(value).__name__}",
+                value=value,
             )
         if context_type != value.CONTEXT_TYPE:
             raise CapabilityTypeError(
                 f"{type(value).__name__} has CONTEXT_TYPE {value.CONTEXT_TYPE!r} and cannot be "
-                f"stored under {context_type!r}"
+                f"stored under {context_type!r}",
+                value=value,
             )
         expected = self._registry.get(context_type)
         if expected is not None and not isinstance(value, expected):
             raise CapabilityTypeError(
                 f"{context_type!r} is registered to {qualified_name(expected)}; "
-                f"{qualified_name(type(value))} is not an instance of it"
+                f"{qualified_name(type(value))} is not an instance of it",
+                value=value,
             )
         if task_objective is not None and not isinstance(task_objective, str):
             raise CapabilityTypeError(
-                f"task_objective must be a string, got {type(task_objective).__name__}"
+                f"task_objective must be a string, got {type(task_objective).__name__}",
+                value=task_objective,
             )
         raw = dump_context(value, f"{context_type}.{key}")
         if task_objective is not None:
@@ -224,7 +228,8 @@ class ContextManager:
         parsed = parse_constraints(constraints)
         if constraint_mode not in ("hard", "soft"):
             raise CapabilityError(
-                f"constraint_mode must be 'hard' or 'soft', got {constraint_mode!r}"
+                f"constraint_mode must be 'hard' or 'soft', got {constraint_mode!r}",
+                value=constraint_mode,
             )
         found: dict[str, list[StoredContext]] = {}
         for context_type, key in step_inputs(step):
@@ -281,14 +286,18 @@ class ContextManager:
         content, never a partial one. Raises :class:`CapabilityError` for a filename that
         is not a plain name, data that is not JSON-serialisable, or an OS error."""
         if not filename or Path(filename).name != filename or filename in (".", ".."):
-            raise CapabilityError(f"filename must be a plain file name, got {filename!r}")
+            raise CapabilityError(
+                f"filename must be a plain file name, got {filename!r}", value=filename
+            )
         text = self._to_json()
         target = Path(folder) / filename
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             _atomic_write(target, text)
         except OSError as error:
-            raise CapabilityError(f"cannot write context file {str(target)!r}: {error}") from error
+            raise CapabilityError(
+                f"cannot write context file {str(target)!r}: {error}", value=target
+            ) from error
         return target
 
     # --- dot access -------------------------------------------------------------------
@@ -331,7 +340,8 @@ class ContextManager:
             where = ".".join(str(part) for part in first["loc"]) or "(entry)"
             raise CapabilityError(
                 f"stored {context_type}.{key} does not validate as {cls.__qualname__}: "
-                f"{error.error_count()} error(s), first at {where}: {first['msg']}"
+                f"{error.error_count()} error(s), first at {where}: {first['msg']}",
+                value=fields,
             ) from error
 
     def _require(self, context_type: str, key: str) -> StoredContext:
@@ -339,7 +349,8 @@ class ContextManager:
         if context is None:
             stored = ", ".join(self._data.get(context_type, {})) or "none"
             raise CapabilityError(
-                f"context {context_type}.{key} not found; stored keys of {context_type}: {stored}"
+                f"context {context_type}.{key} not found; stored keys of {context_type}: {stored}",
+                value=key,
             )
         return context
 
@@ -355,19 +366,21 @@ class ContextManager:
         if isinstance(selection, str | bytes | Mapping):
             raise CapabilityError(
                 f"filter must be a list of context types and {{type: key}} mappings, "
-                f"got {selection!r}"
+                f"got {selection!r}",
+                value=selection,
             )
         pairs: list[tuple[str, str]] = []
         for item in selection:
             if isinstance(item, str):
                 if item not in self._data:
-                    raise CapabilityError(self._missing_type(item))
+                    raise CapabilityError(self._missing_type(item), value=item)
                 pairs.extend((item, key) for key in self._data[item])
             elif isinstance(item, Mapping):
                 pairs.extend(input_pairs(item))
             else:
                 raise CapabilityError(
-                    f"filter items must be context types or {{type: key}} mappings, got {item!r}"
+                    f"filter items must be context types or {{type: key}} mappings, got {item!r}",
+                    value=item,
                 )
         return list(dict.fromkeys(pairs))
 
@@ -388,7 +401,9 @@ class ContextManager:
                 except (TypeError, ValueError):
                     where = f"context {context_type}.{key}"
                     break
-            raise CapabilityError(f"{where} is not JSON-serialisable: {error}") from error
+            raise CapabilityError(
+                f"{where} is not JSON-serialisable: {error}", value=where
+            ) from error
 
 
 def load_context(
@@ -408,11 +423,14 @@ def load_context(
     try:
         data = json.loads(target.read_text(encoding="utf-8"))
     except OSError as error:
-        raise CapabilityError(f"cannot read context file {str(target)!r}: {error}") from error
+        raise CapabilityError(
+            f"cannot read context file {str(target)!r}: {error}", value=target
+        ) from error
     except json.JSONDecodeError as error:
         raise CapabilityError(
             f"context file {str(target)!r} is not valid JSON: {error.msg} "
-            f"(line {error.lineno}, column {error.colno})"
+            f"(line {error.lineno}, column {error.colno})",
+            value=target,
         ) from error
     return ContextManager.from_data(data, registry=registry)
 
@@ -425,7 +443,7 @@ def _validated_copy(raw: object) -> ContextData:
         return {}
     if not isinstance(raw, Mapping):
         raise CapabilityError(
-            f"capability_context_data must be a mapping, got {type(raw).__name__}"
+            f"capability_context_data must be a mapping, got {type(raw).__name__}", value=raw
         )
     data: ContextData = {}
     for context_type, entries in raw.items():
@@ -433,7 +451,8 @@ def _validated_copy(raw: object) -> ContextData:
         if not isinstance(entries, Mapping):
             raise CapabilityError(
                 f"entries of {context_type!r} must be a mapping {{key: {{field: value}}}}, "
-                f"got {type(entries).__name__}"
+                f"got {type(entries).__name__}",
+                value=entries,
             )
         data[context_type] = {}
         for key, entry in entries.items():
@@ -441,7 +460,8 @@ def _validated_copy(raw: object) -> ContextData:
             if not isinstance(entry, Mapping):
                 raise CapabilityError(
                     f"entry {context_type}.{key} must be a mapping of fields, "
-                    f"got {type(entry).__name__}: {entry!r:.80}"
+                    f"got {type(entry).__name__}: {entry!r:.80}",
+                    value=entry,
                 )
             data[context_type][key] = copy.deepcopy(dict(entry))
     return data

@@ -32,17 +32,20 @@ def step_inputs(step: Mapping[str, Any]) -> list[tuple[str, str]]:
     order and each once."""
     if not isinstance(step, Mapping):
         raise CapabilityError(
-            f"step must be a mapping with an 'inputs' list, got {type(step).__name__}"
+            f"step must be a mapping with an 'inputs' list, got {type(step).__name__}", value=step
         )
     inputs = step.get("inputs") or []
     if isinstance(inputs, str | bytes | Mapping) or not isinstance(inputs, Iterable):
         raise CapabilityError(
-            f"step['inputs'] must be a list of {{context_type: key}} mappings, got {inputs!r}"
+            f"step['inputs'] must be a list of {{context_type: key}} mappings, got {inputs!r}",
+            value=inputs,
         )
     pairs: list[tuple[str, str]] = []
     for item in inputs:
         if not isinstance(item, Mapping):
-            raise CapabilityError(f"step input {item!r} must be a mapping {{context_type: key}}")
+            raise CapabilityError(
+                f"step input {item!r} must be a mapping {{context_type: key}}", value=item
+            )
         pairs.extend(input_pairs(item))
     return list(dict.fromkeys(pairs))  # a repeated input names the same context once
 
@@ -53,7 +56,9 @@ def parse_constraints(constraints: Iterable[Constraint] | None) -> list[tuple[st
         return []
     if isinstance(constraints, str | bytes | Mapping):
         raise CapabilityError(
-            f"constraints must be a list of types or (type, cardinality) pairs, got {constraints!r}"
+            f"constraints must be a list of types or (type, cardinality) pairs, "
+            f"got {constraints!r}",
+            value=constraints,
         )
     parsed: list[tuple[str, str | None]] = []
     for item in constraints:
@@ -64,12 +69,14 @@ def parse_constraints(constraints: Iterable[Constraint] | None) -> list[tuple[st
             if cardinality not in ("single", "multiple"):
                 raise CapabilityError(
                     f"invalid cardinality {cardinality!r} for {context_type}: "
-                    f"must be 'single' or 'multiple'"
+                    f"must be 'single' or 'multiple'",
+                    value=cardinality,
                 )
             parsed.append((context_type, cardinality))
         else:
             raise CapabilityError(
-                f"constraint {item!r} must be a context type or a (type, cardinality) pair"
+                f"constraint {item!r} must be a context type or a (type, cardinality) pair",
+                value=item,
             )
     return parsed
 
@@ -89,21 +96,25 @@ def check_constraints(
         elif cardinality == "single" and count != 1:
             raise CapabilityError(
                 f"constraint ({context_type!r}, 'single'): expected single instance of "
-                f"{context_type} but got {count}"
+                f"{context_type} but got {count}",
+                value=context_type,
             )
         elif cardinality == "multiple" and count < 2:
             raise CapabilityError(
                 f"constraint ({context_type!r}, 'multiple'): expected multiple instances of "
-                f"{context_type} but got single"
+                f"{context_type} but got single",
+                value=context_type,
             )
     provided = ", ".join(found) or "none"
     if mode == "hard" and missing:
         raise CapabilityError(
-            f"step lacks required context type(s) {', '.join(missing)}; it provides: {provided}"
+            f"step lacks required context type(s) {', '.join(missing)}; it provides: {provided}",
+            value=missing,
         )
     if mode == "soft" and constraints and len(missing) == len(constraints):
         wanted = ", ".join(t for t, _ in constraints)
         raise CapabilityError(
             f"step provides none of the context types {wanted} (soft mode needs at least "
-            f"one); it provides: {provided}"
+            f"one); it provides: {provided}",
+            value=constraints,
         )

@@ -40,16 +40,18 @@ _REQUIRED_FIELDS = frozenset(_FIELDS) - {"metadata"}
 
 def _check_task_id(task_id: object) -> str:
     if not isinstance(task_id, str) or not task_id:
-        raise CheckpointError(f"task_id must be a non-empty string, got {task_id!r}")
+        raise CheckpointError(f"task_id must be a non-empty string, got {task_id!r}", value=task_id)
     return task_id
 
 
 def _check_str_keys(mapping: object, name: str) -> dict[str, Any]:
     if not isinstance(mapping, Mapping):
-        raise CheckpointError(f"{name} must be a mapping, got {type(mapping).__name__}")
+        raise CheckpointError(
+            f"{name} must be a mapping, got {type(mapping).__name__}", value=mapping
+        )
     for key in mapping:
         if not isinstance(key, str):
-            raise CheckpointError(f"{name} keys must be strings, got {key!r}")
+            raise CheckpointError(f"{name} keys must be strings, got {key!r}", value=key)
     return dict(mapping)
 
 
@@ -57,7 +59,9 @@ def _check_token_usage(usage: object) -> dict[str, int]:
     checked = _check_str_keys(usage, "token_usage")
     for key, count in checked.items():
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise CheckpointError(f"token_usage[{key!r}] must be a non-negative int, got {count!r}")
+            raise CheckpointError(
+                f"token_usage[{key!r}] must be a non-negative int, got {count!r}", value=count
+            )
     return checked
 
 
@@ -69,7 +73,9 @@ def _deep_copy(value: dict[str, Any], name: str) -> dict[str, Any]:
             copied[key] = copy.deepcopy(item)
         except Exception as exc:  # deepcopy raises whatever the object's protocol raises
             raise CheckpointError(
-                f"{name}[{key!r}] cannot be copied into a checkpoint: {type(item).__name__} ({exc})"
+                f"{name}[{key!r}] cannot be copied into a checkpoint: "
+                f"{type(item).__name__} ({exc})",
+                value=item,
             ) from exc
     return copied
 
@@ -98,24 +104,32 @@ class Checkpoint:
     def __post_init__(self) -> None:
         _check_task_id(self.task_id)
         if isinstance(self.version, bool) or not isinstance(self.version, int):
-            raise CheckpointError(f"version must be an int, got {self.version!r}")
+            raise CheckpointError(
+                f"version must be an int, got {self.version!r}", value=self.version
+            )
         if self.version < 1:
-            raise CheckpointError(f"version must be >= 1, got {self.version}")
+            raise CheckpointError(f"version must be >= 1, got {self.version}", value=self.version)
         for name in ("values", "metadata"):
             value = getattr(self, name)
             if not isinstance(value, dict):
-                raise CheckpointError(f"{name} must be a dict, got {type(value).__name__}")
+                raise CheckpointError(
+                    f"{name} must be a dict, got {type(value).__name__}", value=value
+                )
             _check_str_keys(value, name)
         if not isinstance(self.token_usage, dict):
             raise CheckpointError(
-                f"token_usage must be a dict, got {type(self.token_usage).__name__}"
+                f"token_usage must be a dict, got {type(self.token_usage).__name__}",
+                value=self.token_usage,
             )
         _check_token_usage(self.token_usage)
         if not isinstance(self.created_at, datetime):
-            raise CheckpointError(f"created_at must be a datetime, got {self.created_at!r}")
+            raise CheckpointError(
+                f"created_at must be a datetime, got {self.created_at!r}", value=self.created_at
+            )
         if self.created_at.utcoffset() is None:
             raise CheckpointError(
-                f"created_at must be timezone-aware (UTC), got {self.created_at.isoformat()}"
+                f"created_at must be timezone-aware (UTC), got {self.created_at.isoformat()}",
+                value=self.created_at,
             )
 
     def __hash__(self) -> int:
@@ -149,13 +163,17 @@ class Checkpoint:
                 holds a value of the wrong type or an unparsable date.
         """
         if not isinstance(data, Mapping):
-            raise CheckpointError(f"checkpoint data must be a mapping, got {type(data).__name__}")
+            raise CheckpointError(
+                f"checkpoint data must be a mapping, got {type(data).__name__}", value=data
+            )
         missing = sorted(_REQUIRED_FIELDS - data.keys())
         if missing:
-            raise CheckpointError(f"checkpoint data lacks {', '.join(missing)}")
+            raise CheckpointError(f"checkpoint data lacks {', '.join(missing)}", value=missing)
         unknown = sorted(str(key) for key in data.keys() - set(_FIELDS))
         if unknown:
-            raise CheckpointError(f"checkpoint data has unknown keys {', '.join(unknown)}")
+            raise CheckpointError(
+                f"checkpoint data has unknown keys {', '.join(unknown)}", value=unknown
+            )
         values = _check_str_keys(data["values"], "values")
         metadata = _check_str_keys(data.get("metadata", {}), "metadata")
         return cls(
@@ -172,11 +190,11 @@ def _parse_created_at(raw: object) -> datetime:
     if isinstance(raw, datetime):
         return raw
     if not isinstance(raw, str):
-        raise CheckpointError(f"created_at must be an ISO-8601 string, got {raw!r}")
+        raise CheckpointError(f"created_at must be an ISO-8601 string, got {raw!r}", value=raw)
     try:
         return datetime.fromisoformat(raw)
     except ValueError as exc:
-        raise CheckpointError(f"created_at is not an ISO-8601 date: {raw!r}") from exc
+        raise CheckpointError(f"created_at is not an ISO-8601 date: {raw!r}", value=raw) from exc
 
 
 def _copy_checkpoint(cp: Checkpoint) -> Checkpoint:
@@ -266,7 +284,8 @@ class BaseCheckpointStore(ABC):
         known = self.list_versions()
         have = f"versions 1..{known[-1]}" if known else "no checkpoints"
         return CheckpointError(
-            f"task {self._task_id!r} has no checkpoint version {version!r} ({have})"
+            f"task {self._task_id!r} has no checkpoint version {version!r} ({have})",
+            value=version,
         )
 
     def close(self) -> None:  # noqa: B027 - an optional hook, not an abstract method

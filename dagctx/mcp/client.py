@@ -204,7 +204,9 @@ class MCPConnection:
             await self.close()
             _consume(ready)
             raise MCPClientError(
-                f"MCP server {self.name!r} did not start within {self.connect_timeout:g} s", tail
+                f"MCP server {self.name!r} did not start within {self.connect_timeout:g} s",
+                tail,
+                server=self.name,
             ) from None
         except asyncio.CancelledError:
             await asyncio.shield(self.close())
@@ -351,7 +353,7 @@ class MCPConnection:
 
     def _live(self) -> ClientSession:
         if self._session is None:
-            raise MCPClientError(f"MCP server {self.name!r} is not connected")
+            raise MCPClientError(f"MCP server {self.name!r} is not connected", server=self.name)
         return self._session
 
     @staticmethod
@@ -384,7 +386,8 @@ class MCPConnection:
                 tools = await self._list_tools(session)
         except Exception as exc:
             raise MCPClientError(
-                f"listing the tools of MCP server {self.name!r} failed: {describe_error(exc)}"
+                f"listing the tools of MCP server {self.name!r} failed: {describe_error(exc)}",
+                server=self.name,
             ) from exc
         self.tools = tools
         return seq, tools
@@ -406,6 +409,7 @@ class MCPConnection:
             raise MCPClientError(
                 f"calling {tool!r} on MCP server {self.name!r} failed: {describe_error(exc)}",
                 self.stderr_tail(),
+                server=self.name,
             ) from exc
         await self._settle_refreshes()
         return CallResult(

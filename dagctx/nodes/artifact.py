@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from dagctx.errors import DagctxError
+from dagctx.errors import NodeFieldError
 from dagctx.nodes.base import Node, NodeState
 
 KINDS = ("code", "output", "error")
@@ -25,15 +25,27 @@ def check_artifact_fields(
     """Validate an artifact's fields; return (content, kind).
 
     Raises:
-        DagctxError: an unknown kind, or content / language / title of the wrong type.
+        NodeFieldError: an unknown kind, or content / language / title of the wrong type.
     """
     if not isinstance(kind, str) or kind not in KINDS:
-        raise DagctxError(f"unknown artifact kind {kind!r}; expected one of {', '.join(KINDS)}")
+        raise NodeFieldError(
+            f"unknown artifact kind {kind!r}; expected one of {', '.join(KINDS)}",
+            field="kind",
+            value=kind,
+        )
     if not isinstance(content, str):
-        raise DagctxError(f"artifact content must be a string, got {type(content).__name__}")
+        raise NodeFieldError(
+            f"artifact content must be a string, got {type(content).__name__}",
+            field="content",
+            value=content,
+        )
     for field, value in (("language", language), ("title", title)):
         if value is not None and not isinstance(value, str):
-            raise DagctxError(f"artifact {field} must be a string or None, got {value!r}")
+            raise NodeFieldError(
+                f"artifact {field} must be a string or None, got {value!r}",
+                field=field,
+                value=value,
+            )
     return content, kind
 
 
@@ -71,7 +83,7 @@ class ArtifactNode(Node):
         """Replace the content; return whether it changed (the version bumps only then).
 
         Raises:
-            DagctxError: ``content`` is not a string.
+            NodeFieldError: ``content`` is not a string.
         """
         check_artifact_fields(content, self.kind, self.language, self.title)
         if content == self.content:

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from dagctx.errors import GraphError
+from dagctx.errors import GraphError, NodeFieldError
 from dagctx.nodes.registry import register_node_type, resolve_node_type
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class NodeState(enum.IntEnum):
         """Return the state named or numbered by ``value``.
 
         Raises:
-            GraphError: ``value`` names no state.
+            NodeFieldError: ``value`` names no state.
         """
         if isinstance(value, NodeState):
             return value
@@ -52,7 +52,9 @@ class NodeState(enum.IntEnum):
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 4:
             return cls(value)
         names = ", ".join(cls.__members__)
-        raise GraphError(f"unknown node state {value!r}; expected one of {names}")
+        raise NodeFieldError(
+            f"unknown node state {value!r}; expected one of {names}", field="state", value=value
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,7 @@ class TickFrequency:
         """Recompute at a tick when at least ``seconds`` passed since the last recompute.
 
         Raises:
-            GraphError: ``seconds`` is not a positive, finite number.
+            NodeFieldError: ``seconds`` is not a positive, finite number.
         """
         if (
             isinstance(seconds, bool)
@@ -80,7 +82,11 @@ class TickFrequency:
             or not math.isfinite(seconds)
             or seconds <= 0
         ):
-            raise GraphError(f"period must be a positive number of seconds, got {seconds!r}")
+            raise NodeFieldError(
+                f"period must be a positive number of seconds, got {seconds!r}",
+                field="frequency",
+                value=seconds,
+            )
         return cls("period", float(seconds))
 
     @classmethod
@@ -106,7 +112,7 @@ class TickFrequency:
             return cls.period(data.get("seconds", 0.0))
         if kind in ("turn", "never"):
             return cls(kind)
-        raise GraphError(f"unknown tick frequency {data!r}")
+        raise NodeFieldError(f"unknown tick frequency {data!r}", field="frequency", value=data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,9 +185,13 @@ class Node:
         mode: Literal["running", "paused"] = "running",
     ) -> None:
         if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
-            raise GraphError(f"priority must be an int, got {priority!r}")
+            raise NodeFieldError(
+                f"priority must be an int, got {priority!r}", field="priority", value=priority
+            )
         if mode not in ("running", "paused"):
-            raise GraphError(f"mode must be 'running' or 'paused', got {mode!r}")
+            raise NodeFieldError(
+                f"mode must be 'running' or 'paused', got {mode!r}", field="mode", value=mode
+            )
         self.id: str = id or ""
         self.version = 0
         self.state = self.default_state if state is None else NodeState.parse(state)
@@ -204,7 +214,9 @@ class Node:
     @priority.setter
     def priority(self, value: int | None) -> None:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise GraphError(f"priority must be an int or None, got {value!r}")
+            raise NodeFieldError(
+                f"priority must be an int or None, got {value!r}", field="priority", value=value
+            )
         if value != self._priority:
             self._priority = value
             self.mark_changed(f"priority: {value}")
@@ -271,7 +283,7 @@ class Node:
         """Request a rendering state; a change of state is a change (version + 1).
 
         Raises:
-            GraphError: ``state`` names no state.
+            NodeFieldError: ``state`` names no state.
         """
         new = NodeState.parse(state)
         if new != self.state:
@@ -366,7 +378,7 @@ class Node:
                 such as ShellError for an unknown status, may come instead).
         """
         if not isinstance(data, dict):
-            raise GraphError(f"node data must be a dict, got {type(data).__name__}")
+            raise GraphError(f"node data must be a dict, got {type(data).__name__}", value=data)
         cls = resolve_node_type(data.get("type"))
         try:
             raw = data.get("data") or {}
@@ -389,7 +401,7 @@ class Node:
                 setattr(node, name, float(at))
             _check_usable(node)
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-            raise GraphError(f"malformed {cls.type_name} node data: {exc!r}") from exc
+            raise GraphError(f"malformed {cls.type_name} node data: {exc!r}", value=data) from exc
         return node
 
 

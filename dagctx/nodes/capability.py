@@ -89,7 +89,8 @@ def hold(context: object, key: str, *, category: str | None = None) -> HeldConte
     if not isinstance(context, CapabilityContext):
         raise CapabilityTypeError(
             f"a capability node holds a CapabilityContext or a RawContext, "
-            f"got {type(context).__name__}: {context!r:.80}"
+            f"got {type(context).__name__}: {context!r:.80}",
+            value=context,
         )
     where = f"{context.CONTEXT_TYPE}.{key}"
     data = dump_context(context, where)
@@ -99,7 +100,8 @@ def hold(context: object, key: str, *, category: str | None = None) -> HeldConte
         raise CapabilityTypeError(
             f"{qualified_name(type(context))} stored as {where} does not validate again "
             f"from its own JSON dump, so it could not be saved and loaded: "
-            f"{error.error_count()} error(s), first: {error.errors()[0]['msg']}"
+            f"{error.error_count()} error(s), first: {error.errors()[0]['msg']}",
+            value=context,
         ) from error
     return HeldContext(copy, data, context.CONTEXT_CATEGORY)
 
@@ -196,7 +198,8 @@ class CapabilityNode(Node):
         if held.context_type != self.context_type:
             raise CapabilityError(
                 f"#{self.id} holds {self.label()}; a {held.context_type} context cannot "
-                f"replace it (store it under its own type)"
+                f"replace it (store it under its own type)",
+                value=held.context_type,
             )
         old = self._held
         same_class = type(old.context) is type(held.context)
@@ -249,7 +252,8 @@ class CapabilityNode(Node):
         if not isinstance(fields, dict):
             raise CapabilityError(
                 f"capability data of {context_type!r} must be a dict of fields, "
-                f"got {type(fields).__name__}"
+                f"got {type(fields).__name__}",
+                value=fields,
             )
         return cls(rebuild(context_type, fields), data["key"], category=data.get("category"))
 

@@ -62,7 +62,9 @@ def check_lock_timeout(timeout: object) -> float:
         or not math.isfinite(timeout)
         or timeout < 0
     ):
-        raise LockError(f"lock timeout must be a finite number of seconds >= 0, got {timeout!r}")
+        raise LockError(
+            f"lock timeout must be a finite number of seconds >= 0, got {timeout!r}", value=timeout
+        )
     return float(timeout)
 
 
@@ -165,7 +167,7 @@ class LockNode(Node):
         """
         super().__init__(**node_fields)
         if not isinstance(path, str) or not path:
-            raise LockError(f"lock path must be a non-empty string, got {path!r}")
+            raise LockError(f"lock path must be a non-empty string, got {path!r}", value=path)
         self.path = path
         self.lock_file = os.fspath(lock_file)
         self.timeout = check_lock_timeout(timeout)
@@ -264,7 +266,7 @@ class LockNode(Node):
         node = cls(data["path"], lock_file=data["lock_file"], timeout=data.get("timeout", 30.0))
         status = data.get("status", "pending")
         if status not in LOCK_STATUSES:
-            raise LockError(f"unknown lock status {status!r}")
+            raise LockError(f"unknown lock status {status!r}", value=status)
         node.status = status
         node.pid = int(data.get("pid", node.pid))
         node.requested_at = float(data.get("requested_at", node.requested_at))

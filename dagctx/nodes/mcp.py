@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from dagctx.errors import GraphError
+from dagctx.errors import NodeFieldError
 from dagctx.nodes.base import Node, NodeState
 
 Status = Literal["connecting", "connected", "error", "disconnected"]
@@ -113,7 +113,9 @@ class MCPToolNode(Node):
 
     def __init__(self, server: str, spec: ToolSpec, **node_fields: Any) -> None:
         if not isinstance(spec, ToolSpec) or not spec.name:
-            raise GraphError(f"an MCP tool needs a ToolSpec with a name, got {spec!r}")
+            raise NodeFieldError(
+                f"an MCP tool needs a ToolSpec with a name, got {spec!r}", field="spec", value=spec
+            )
         super().__init__(**node_fields)
         self.server = server
         self.spec = spec
@@ -212,7 +214,9 @@ class MCPServerNode(Node):
         **node_fields: Any,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
-            raise GraphError(f"an MCP server needs a non-empty name, got {name!r}")
+            raise NodeFieldError(
+                f"an MCP server needs a non-empty name, got {name!r}", field="name", value=name
+            )
         super().__init__(**node_fields)
         self.name = name
         self.command = list(command) if command is not None else None
@@ -238,10 +242,14 @@ class MCPServerNode(Node):
         return whether anything changed (the version bumps once then).
 
         Raises:
-            GraphError: an unknown status.
+            NodeFieldError: an unknown status.
         """
         if status not in STATUSES:
-            raise GraphError(f"unknown MCP server status {status!r}; expected one of {STATUSES}")
+            raise NodeFieldError(
+                f"unknown MCP server status {status!r}; expected one of {STATUSES}",
+                field="status",
+                value=status,
+            )
         new_info = dict(info) if info is not None else self.info
         new = (status, error, stderr_tail, new_info)
         if new == (self.status, self.error, self.stderr_tail, self.info):
@@ -377,7 +385,9 @@ class MCPServerNode(Node):
         status = data.get("status", "disconnected")
         node.status = "disconnected" if status in ("connected", "connecting") else status
         if node.status not in STATUSES:
-            raise GraphError(f"unknown MCP server status {status!r}")
+            raise NodeFieldError(
+                f"unknown MCP server status {status!r}", field="status", value=status
+            )
         node.error = data.get("error")
         node.stderr_tail = data.get("stderr_tail") or ""
         node.info = {str(k): str(v) for k, v in (data.get("info") or {}).items()}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from dagctx.errors import DagctxError
+from dagctx.errors import NodeFieldError
 from dagctx.nodes.base import Node, NodeState
 
 ROLES = ("user", "assistant", "tool_call", "tool_result")
@@ -30,22 +30,38 @@ def check_message_fields(role: object, content: object, tool_call_id: object, na
     """Validate a message's fields; return the role.
 
     Raises:
-        DagctxError: an unknown role, non-string content or name, a tool message without a
+        NodeFieldError: an unknown role, non-string content or name, a tool message without a
             ``tool_call_id``, or a user/assistant message with one.
     """
     if not isinstance(role, str) or role not in ROLES:
-        raise DagctxError(f"unknown message role {role!r}; expected one of {', '.join(ROLES)}")
+        raise NodeFieldError(
+            f"unknown message role {role!r}; expected one of {', '.join(ROLES)}",
+            field="role",
+            value=role,
+        )
     if not isinstance(content, str):
-        raise DagctxError(f"message content must be a string, got {type(content).__name__}")
+        raise NodeFieldError(
+            f"message content must be a string, got {type(content).__name__}",
+            field="content",
+            value=content,
+        )
     if name is not None and not isinstance(name, str):
-        raise DagctxError(f"message name must be a string or None, got {name!r}")
+        raise NodeFieldError(
+            f"message name must be a string or None, got {name!r}", field="name", value=name
+        )
     if role in TOOL_ROLES:
         if not isinstance(tool_call_id, str) or not tool_call_id:
-            raise DagctxError(
-                f"a {role} message needs a non-empty tool_call_id, got {tool_call_id!r}"
+            raise NodeFieldError(
+                f"a {role} message needs a non-empty tool_call_id, got {tool_call_id!r}",
+                field="tool_call_id",
+                value=tool_call_id,
             )
     elif tool_call_id is not None:
-        raise DagctxError(f"a {role} message takes no tool_call_id, got {tool_call_id!r}")
+        raise NodeFieldError(
+            f"a {role} message takes no tool_call_id, got {tool_call_id!r}",
+            field="tool_call_id",
+            value=tool_call_id,
+        )
     return role
 
 

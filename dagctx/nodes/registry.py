@@ -20,7 +20,7 @@ def register_node_type(name: str, cls: type[Node]) -> None:
     """Register ``cls`` under ``name``; a second class may not take a taken name."""
     existing = _NODE_TYPES.get(name)
     if existing is not None and existing.__qualname__ != cls.__qualname__:
-        raise GraphError(f"node type name {name!r} is taken by {existing.__qualname__}")
+        raise GraphError(f"node type name {name!r} is taken by {existing.__qualname__}", value=name)
     _NODE_TYPES[name] = cls
 
 
@@ -33,7 +33,7 @@ def resolve_node_type(name: Any) -> type[Node]:
     cls = _NODE_TYPES.get(name) if isinstance(name, str) else None
     if cls is None:
         known = ", ".join(sorted(_NODE_TYPES))
-        raise GraphError(f"unknown node type {name!r}; registered types: {known}")
+        raise GraphError(f"unknown node type {name!r}; registered types: {known}", value=name)
     return cls
 
 

@@ -89,7 +89,7 @@ class ShellNode(Node):
         self.env = _check_env(env)
         self.timeout = _check_timeout(timeout)
         if not isinstance(shell, bool):
-            raise ShellError(f"shell must be True or False, got {shell!r}")
+            raise ShellError(f"shell must be True or False, got {shell!r}", value=shell)
         self.shell = shell
         self.output_cap = _check_cap(output_cap)
         self.status: ShellStatus = "pending"
@@ -279,7 +279,7 @@ class ShellNode(Node):
         )
         status = data.get("status", "pending")
         if status not in FINAL_STATUSES | {"pending", "running"}:
-            raise ShellError(f"unknown shell status {status!r}")
+            raise ShellError(f"unknown shell status {status!r}", value=status)
         node.status = status
         for name in ("pid", "started_at", "exit_code", "signal", "duration", "error"):
             setattr(node, name, data.get(name))
@@ -295,17 +295,21 @@ class ShellNode(Node):
 
 def _check_cmd(cmd: object) -> str:
     if not isinstance(cmd, str) or not cmd.strip() or "\x00" in cmd:
-        raise ShellError(f"cmd must be a non-empty string without NUL bytes, got {cmd!r}")
+        raise ShellError(
+            f"cmd must be a non-empty string without NUL bytes, got {cmd!r}", value=cmd
+        )
     return cmd
 
 
 def _check_args(args: object) -> list[str]:
     if isinstance(args, str | bytes) or not isinstance(args, Iterable):
-        raise ShellError(f"args must be a list of strings, got {args!r}")
+        raise ShellError(f"args must be a list of strings, got {args!r}", value=args)
     items = list(args)
     for item in items:
         if not isinstance(item, str) or "\x00" in item:
-            raise ShellError(f"every argument must be a string without NUL bytes, got {item!r}")
+            raise ShellError(
+                f"every argument must be a string without NUL bytes, got {item!r}", value=item
+            )
     return items
 
 
@@ -313,12 +317,14 @@ def _check_env(env: object) -> dict[str, str] | None:
     if env is None:
         return None
     if not isinstance(env, Mapping):
-        raise ShellError(f"env must be a mapping of strings to strings, got {env!r}")
+        raise ShellError(f"env must be a mapping of strings to strings, got {env!r}", value=env)
     for key, value in env.items():
         if not isinstance(key, str) or not key or "=" in key or "\x00" in key:
-            raise ShellError(f"invalid environment variable name {key!r}")
+            raise ShellError(f"invalid environment variable name {key!r}", value=key)
         if not isinstance(value, str) or "\x00" in value:
-            raise ShellError(f"environment variable {key!r} must be a string, got {value!r}")
+            raise ShellError(
+                f"environment variable {key!r} must be a string, got {value!r}", value=value
+            )
     return dict(env)
 
 
@@ -331,13 +337,15 @@ def _check_timeout(timeout: object) -> float | None:
         or not math.isfinite(timeout)
         or timeout <= 0
     ):
-        raise ShellError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+        raise ShellError(
+            f"timeout must be a positive number of seconds or None, got {timeout!r}", value=timeout
+        )
     return float(timeout)
 
 
 def _check_cap(cap: object) -> int:
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 2:
-        raise ShellError(f"output_cap must be an int of at least 2 bytes, got {cap!r}")
+        raise ShellError(f"output_cap must be an int of at least 2 bytes, got {cap!r}", value=cap)
     return cap
 
 

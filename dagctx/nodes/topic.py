@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, ClassVar
 
-from dagctx.errors import DagctxError
+from dagctx.errors import NodeFieldError
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.message import ROLES, MessageNode
 
@@ -37,9 +37,15 @@ class TopicNode(Node):
 
     def __init__(self, title: str, *, status: str = "active", **node_fields: Any) -> None:
         if not isinstance(title, str) or not title.strip():
-            raise DagctxError(f"a topic needs a non-empty title, got {title!r}")
+            raise NodeFieldError(
+                f"a topic needs a non-empty title, got {title!r}", field="title", value=title
+            )
         if status not in STATUSES:
-            raise DagctxError(f"unknown topic status {status!r}; expected active or closed")
+            raise NodeFieldError(
+                f"unknown topic status {status!r}; expected active or closed",
+                field="status",
+                value=status,
+            )
         super().__init__(**node_fields)
         self.title = title
         self.status = status

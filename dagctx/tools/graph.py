@@ -64,7 +64,11 @@ class SessionTool(Tool["Session"]):
 
         super().check_target(target)
         if not isinstance(target, Session):
-            raise ToolError(f"tool {self.name!r} binds a Session, got {type(target).__name__}")
+            raise ToolError(
+                f"tool {self.name!r} binds a Session, got {type(target).__name__}",
+                tool=self.name,
+                value=target,
+            )
 
     async def execute(self, **kwargs: Any) -> str:
         """Like `Tool.execute`; a `DagctxError` from the session comes back as a message.

@@ -37,7 +37,9 @@ def _attached(ctx: Context, key: str, kind: type[Any]) -> Any:
     if value is None:
         return f"No {kind.__name__} is attached to this context (ctx.state[{key!r}] is unset)."
     if not isinstance(value, kind):
-        raise ToolError(f"ctx.state[{key!r}] must be a {kind.__name__}, got {type(value).__name__}")
+        raise ToolError(
+            f"ctx.state[{key!r}] must be a {kind.__name__}, got {type(value).__name__}", value=value
+        )
     return value
 
 

@@ -1,0 +1,192 @@
+"""The error hierarchy: drawn in ``dagctx.errors``' docstring, exported from ``dagctx``,
+every error carrying its offending value as a field (also across pickling)."""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import dagctx
+from dagctx import errors
+from dagctx.capability import CapabilityContext, ContextManager, ContextRegistry
+from dagctx.checkpoint import Checkpoint, CheckpointStore
+from dagctx.context import Context, ContextState, make_config
+from dagctx.knowledge import KnowledgeStore, Workspace
+from dagctx.nodes import MessageNode, ShellNode, TextNode, TopicNode
+from dagctx.nodes.lock import LockNode
+from dagctx.nodes.registry import resolve_node_type
+from dagctx.state import StateManager
+from dagctx.tokens import TokenCounter
+from dagctx.tools import get_graph_tools
+
+ERROR_CLASSES = [getattr(errors, name) for name in errors.__all__]
+_TREE_LINE = re.compile(r"^(?P<indent>[ │├└─]*)(?P<name>\w+)(?: \[(?P<builtins>[\w, ]+)\])?")
+
+
+def _tree() -> list[tuple[int, str, set[str], set[str]]]:
+    """The docstring's drawing as (depth, class name, built-in bases, fields) rows."""
+    doc = errors.__doc__ or ""
+    drawing = doc.split("::", 1)[1]
+    rows = []
+    for line in drawing.splitlines():
+        if not line.strip():
+            continue
+        match = _TREE_LINE.match(line.strip("\n")[4:])  # the block is indented by 4
+        assert match, line
+        depth = len(match["indent"]) // 4
+        builtins = {b.strip() for b in (match["builtins"] or "").split(",") if b.strip()}
+        fields = set(re.findall(r"\.(\w+)", line))
+        rows.append((depth, match["name"], builtins, fields))
+    return rows
+
+
+class TestHierarchy:
+    def test_every_error_class_has_a_docstring(self) -> None:
+        for cls in ERROR_CLASSES:
+            assert cls.__doc__ and cls.__doc__.strip(), cls.__name__
+
+    def test_the_drawing_lists_every_error_class_once(self) -> None:
+        names = [name for _, name, _, _ in _tree()]
+        assert sorted(names) == sorted(errors.__all__)
+
+    def test_the_drawing_matches_the_class_bases(self) -> None:
+        parents: list[str] = []
+        for depth, name, builtins, _ in _tree():
+            del parents[depth:]
+            cls = getattr(errors, name)
+            bases = {b.__name__ for b in cls.__bases__ if not b.__name__.startswith("_")}
+            expected = ({parents[-1]} if parents else {"Exception"}) | builtins
+            assert bases == expected, name
+            parents.append(name)
+
+    def test_the_fields_drawn_are_attributes_of_a_bare_error(self) -> None:
+        for _, name, _, fields in _tree():
+            error = getattr(errors, name)("message")
+            for field in fields:
+                assert hasattr(error, field), f"{name}.{field}"
+
+    def test_every_error_class_is_exported_from_dagctx(self) -> None:
+        for name in errors.__all__:
+            assert name in dagctx.__all__
+            assert getattr(dagctx, name) is getattr(errors, name)
+
+    def test_key_errors_read_as_their_message(self) -> None:
+        for cls in ERROR_CLASSES:
+            if issubclass(cls, KeyError):
+                assert str(cls("no such thing")) == "no such thing"
+
+
+def _sample_fields(cls: type[errors.DagctxError]) -> dict[str, Any]:
+    params = inspect.signature(cls).parameters.values()
+    return {
+        p.name: (f"{p.name} of {cls.__name__}", 7)
+        for p in params
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+
+
+class TestPickling:
+    @pytest.mark.parametrize("cls", ERROR_CLASSES, ids=lambda c: c.__name__)
+    def test_an_error_pickles_with_its_message_and_fields(self, cls: type) -> None:
+        fields = _sample_fields(cls)
+        error = cls(f"{cls.__name__} message", **fields)
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is cls
+        assert str(copy) == str(error)
+        assert copy.args == error.args
+        assert vars(copy) == vars(error)
+        for name, value in fields.items():
+            assert getattr(copy, name) == value
+
+    def test_mcp_client_error_keeps_stderr_tail_positional(self) -> None:
+        error = errors.MCPClientError("boom", "last line", server="fs")
+        copy = pickle.loads(pickle.dumps(error))
+        assert (copy.stderr_tail, copy.server, copy.value) == ("last line", "fs", "fs")
+
+
+class _Plan(CapabilityContext):
+    CONTEXT_TYPE = "PLAN"
+    CONTEXT_CATEGORY = "plan"
+    goal: str = ""
+
+    def get_summary(self) -> str:
+        return self.goal
+
+    def get_access_description(self) -> str:
+        return "a plan"
+
+
+def _bad_bind() -> None:
+    get_graph_tools()[0].bind(42)  # type: ignore[arg-type]
+
+
+def _missing_artifact() -> None:
+    Workspace("w").read("nothing-here")
+
+
+def _bad_step() -> None:
+    ContextManager().extract_from_step({"inputs": []}, constraint_mode="medium")  # type: ignore[arg-type]
+
+
+def _wrong_context_class() -> None:
+    ContextRegistry().register(int)  # type: ignore[type-var]
+
+
+# (call, error class, field, expected value): one real bad call per class, through the
+# public API; each field must hold exactly the value the caller passed.
+RAISES: list[tuple[Callable[[], object], type[errors.DagctxError], str, object]] = [
+    (lambda: resolve_node_type("no-such-type"), errors.GraphError, "value", "no-such-type"),
+    (lambda: TopicNode("  "), errors.NodeFieldError, "value", "  "),
+    (lambda: TopicNode("t", status="paused"), errors.NodeFieldError, "field", "status"),
+    (lambda: MessageNode("robot", "hi"), errors.NodeFieldError, "value", "robot"),
+    (lambda: TextNode("x", priority="high"), errors.NodeFieldError, "value", "high"),
+    (
+        lambda: TokenCounter("no_such_encoding"),
+        errors.EncodingError,
+        "encoding",
+        "no_such_encoding",
+    ),
+    (lambda: make_config("turbo"), errors.ContextError, "value", "turbo"),
+    (lambda: ContextState().delete("k"), errors.ContextKeyError, "key", "k"),
+    (lambda: StateManager.create_fresh_state(3), errors.StateError, "value", 3),  # type: ignore[arg-type]
+    (_bad_step, errors.CapabilityError, "value", "medium"),
+    (_wrong_context_class, errors.CapabilityTypeError, "value", int),
+    (lambda: Checkpoint("t", 0, {}, {}), errors.CheckpointError, "value", 0),
+    (lambda: CheckpointStore("t").get(3), errors.CheckpointError, "value", 3),
+    (lambda: Context("t").restore({"v": 1}), errors.CheckpointError, "value", {"v": 1}),  # type: ignore[arg-type]
+    (_bad_bind, errors.ToolError, "value", 42),
+    (lambda: ShellNode("ls", timeout=-1), errors.ShellError, "value", -1),
+    (lambda: LockNode("", lock_file="/l"), errors.LockError, "value", ""),
+    (lambda: KnowledgeStore(chunk_size=0), errors.KnowledgeError, "value", 0),
+    (_missing_artifact, errors.ArtifactNotFoundError, "name", "nothing-here"),
+]
+
+
+class TestFields:
+    @pytest.mark.parametrize(
+        ("call", "cls", "field", "expected"),
+        RAISES,
+        ids=[f"{cls.__name__}.{field}" for _, cls, field, _ in RAISES],
+    )
+    def test_the_field_holds_the_offending_value(
+        self, call: Callable[[], object], cls: type, field: str, expected: object
+    ) -> None:
+        with pytest.raises(cls) as caught:
+            call()
+        assert type(caught.value) is cls
+        assert getattr(caught.value, field) == expected
+
+    def test_a_tool_error_names_its_tool(self) -> None:
+        tool = get_graph_tools()[0]
+        with pytest.raises(errors.ToolError) as caught:
+            tool.bind(42)  # type: ignore[arg-type]
+        assert caught.value.tool == tool.name
+
+    def test_node_field_errors_are_graph_errors(self) -> None:
+        with pytest.raises(errors.GraphError):
+            TopicNode("")
