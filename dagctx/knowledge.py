@@ -22,7 +22,6 @@ import json
 import math
 import os
 import re
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
+from dagctx._fs import write_atomic
 from dagctx.errors import ArtifactNotFoundError, KnowledgeError
 
 __all__ = [
@@ -498,16 +498,7 @@ class Workspace:
                 for v in artifact.versions
             ],
         }
-        fd, tmp = tempfile.mkstemp(dir=self.storage_path, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(record, handle, ensure_ascii=False)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self._file_for(artifact.name))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(self._file_for(artifact.name), json.dumps(record, ensure_ascii=False))
 
     def _load(self) -> None:
         assert self.storage_path is not None

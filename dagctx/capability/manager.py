@@ -22,13 +22,13 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from dagctx._fs import write_atomic
 from dagctx.capability.context import (
     META_KEY,
     CapabilityContext,
@@ -293,7 +293,7 @@ class ContextManager:
         target = Path(folder) / filename
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(target, text)
+            write_atomic(target, text)
         except OSError as error:
             raise CapabilityError(
                 f"cannot write context file {str(target)!r}: {error}", value=target
@@ -465,16 +465,3 @@ def _validated_copy(raw: object) -> ContextData:
                 )
             data[context_type][key] = copy.deepcopy(dict(entry))
     return data
-
-
-def _atomic_write(target: Path, text: str) -> None:
-    handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp_name, target)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise

@@ -1,11 +1,12 @@
 """What ``dagctx watch`` shows and writes: scan a tree, then keep its budgeted projection fresh.
 
-After each tick the projection is written atomically (a temporary file in the same
-directory, then ``os.replace``) to ``--out`` (default ``PATH/.dagctx/projection.md``) and
-to ``PATH/.dagctx/projection.json`` (sections, changes and the explain table), so a
-reader never sees a half-written file. On a terminal the first scan of a large tree shows
-a progress bar and the status is a rich ``Live`` panel; otherwise each tick is one plain
-log line. Ctrl-C (or SIGTERM) stops cleanly with exit status 0 and no temporary files.
+After each tick the projection is written atomically (:func:`dagctx._fs.write_atomic`: a
+temporary file in the same directory, fsynced, then renamed) to ``--out`` (default
+``PATH/.dagctx/projection.md``) and to ``PATH/.dagctx/projection.json`` (sections, changes
+and the explain table), so a reader never sees a half-written file. On a terminal the
+first scan of a large tree shows a progress bar and the status is a rich ``Live`` panel;
+otherwise each tick is one plain log line. Ctrl-C (or SIGTERM) stops cleanly with exit
+status 0 and no temporary files.
 
 The session is saved to ``PATH/.dagctx/session.db`` (every few seconds and at exit), and a
 later ``dagctx watch`` on the same tree resumes it: node ids and states, checkpoints and
@@ -22,7 +23,6 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from contextlib import aclosing, suppress
@@ -37,6 +37,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
+from dagctx._fs import write_atomic
 from dagctx.errors import CheckpointError, PathError
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
@@ -51,22 +52,6 @@ LARGE_SCAN_SECONDS = 0.3
 #: Seconds between two saves of the session while watching (it is also saved at exit).
 SAVE_INTERVAL = 5.0
 _SHOWN_CHANGES = 5
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` (UTF-8) in one step: readers see the old file or
-    the new one. The temporary file, ``.<name>.*.tmp`` beside it, never outlives a
-    failure. Raises OSError."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; the projection is for other tools
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def describe_changes(session: Session, result: TickResult) -> list[str]:
@@ -115,7 +100,7 @@ class Outputs:
         Raises OSError."""
         started = time.perf_counter()
         projection = result.projection
-        write_atomic(self.markdown, projection.text)  # first: what agents read
+        write_atomic(self.markdown, projection.text, mode=0o644)  # first: what agents read
         account: dict[str, Any] = {
             "turn": result.turn,
             "tick_ms": round(result.duration * 1000, 3),
@@ -133,7 +118,7 @@ class Outputs:
             "explain": projection.explain(),
         }
         # Compact: json's C encoder is used only without indent (several times faster).
-        write_atomic(self.json, json.dumps(account, ensure_ascii=False))
+        write_atomic(self.json, json.dumps(account, ensure_ascii=False), mode=0o644)
         return time.perf_counter() - started
 
 

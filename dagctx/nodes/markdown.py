@@ -249,11 +249,7 @@ class MarkdownNode(TextNode):
         changed, and update only the sections that changed. Return whether anything did."""
         if not self._synced:
             return self.sync_sections()
-        try:
-            st = self.abspath.stat()
-            key: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            key = None
+        key = self._key()
         if key is not None and key == self._stat:
             return False
         if key is None and self.placeholder == "[file deleted]":

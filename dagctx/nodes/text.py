@@ -7,9 +7,11 @@ lines shown are kept as one string (``"\n"``-joined), not a list of lines: a lis
 more memory than the text it holds.
 Binary, non-UTF-8, unreadable and deleted files render a one-line placeholder instead of
 content, and so does a path that resolves outside the root (a symlink swapped in after the
-node was made, or a node loaded from a tampered session file): nothing outside the root is
-ever read. A file larger than ``max_bytes`` is never loaded whole: only its first
-``max_bytes`` (or the requested line range) are read, and the render says so.
+node was made, or a node loaded from a tampered session file): the file is opened with
+:func:`dagctx._fs.open_inside`, so nothing outside the root is ever read, even when a
+symlink or a FIFO is swapped in while the file is being opened. A file larger than
+``max_bytes`` is never loaded whole: only its first ``max_bytes`` (or the requested line
+range) are read, and the render says so.
 """
 
 from __future__ import annotations
@@ -18,14 +20,19 @@ import functools
 import mimetypes
 import os
 import re
-import stat
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
+from dagctx._fs import (
+    SNIFF_BYTES,
+    NotRegularFileError,
+    OutsideRootError,
+    looks_binary,
+    open_inside,
+)
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 
 DEFAULT_MAX_BYTES = 1_000_000
-_SNIFF_BYTES = 8192
 _SKIP_PIECE = 1 << 16  # bytes read at a time while skipping to a line range
 _OUTLINE = re.compile(
     r"^(?:(?:async\s+)?def |class |function |export |interface |struct |enum |impl |"
@@ -105,12 +112,8 @@ class TextNode(Node):
         end_line: int | None = None,
         media_type: str | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
-        checked: bool = False,
         **node_fields: Any,
     ) -> None:
-        """``checked``: the caller has just seen that no part of ``path`` below ``root`` is
-        a symlink (a directory scan), so the first read skips resolving it; later reads
-        always check that the file resolves under the root."""
         super().__init__(**node_fields)
         self.root = _resolved_root(os.fspath(root))
         self.path = _posix(path)
@@ -124,7 +127,7 @@ class TextNode(Node):
         self.notice: str | None = None
         self._stat: tuple[int, int] | None = None
         self.total_bytes = 0
-        self._load(self._read(checked))
+        self._load(self._read())
 
     # -- reading ----------------------------------------------------------------------
 
@@ -141,37 +144,35 @@ class TextNode(Node):
     def content(self) -> str:
         return self._text
 
-    def _read(self, checked: bool = False) -> _Read:
+    def _read(self) -> _Read:
         """Read the file: (stat key, placeholder, lines, notice)."""
-        root = str(self.root)
-        full = os.path.join(root, self.path)
         try:
-            st = os.stat(full)
+            fd, st = open_inside(self.root, self.path)
         except FileNotFoundError:
             return None, "[file deleted]", [], None
-        except OSError as exc:
-            return None, f"[file unreadable: {exc.strerror or exc}]", [], None
-        key = (st.st_mtime_ns, st.st_size)
-        real = full if checked else os.path.realpath(full)
-        if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        except OutsideRootError:
             # A symlink swapped in since, or a loaded node naming ../ or an absolute path.
-            return key, "[outside the session root, not shown]", [], None
-        if not stat.S_ISREG(st.st_mode):
-            return key, "[not a regular file]", [], None
+            return self._key(), "[outside the session root, not shown]", [], None
+        except NotRegularFileError as exc:
+            return (exc.stat.st_mtime_ns, exc.stat.st_size), "[not a regular file]", [], None
+        except OSError as exc:
+            return self._key(), f"[file unreadable: {exc.strerror or exc}]", [], None
+        except ValueError as exc:  # a NUL byte in the path of a tampered session file
+            return None, f"[file unreadable: {exc}]", [], None
+        key = (st.st_mtime_ns, st.st_size)
         self.total_bytes = key[1]  # the same int object as the stat key's
         try:
-            with open(full, "rb") as handle:
+            with open(fd, "rb") as handle:
                 if self.start_line is not None or self.end_line is not None:
-                    head = handle.read(_SNIFF_BYTES)
-                    if b"\x00" in head:
+                    if looks_binary(handle.read(SNIFF_BYTES)):
                         return key, _binary(st.st_size), [], None
                     handle.seek(0)
                     data, truncated = self._read_range(handle)
                 else:
                     # Ask for what stat said is there (a max_bytes buffer costs a large
                     # allocation per file); a file that grew since shows the rest next time.
-                    data = handle.read(max(min(self.max_bytes, st.st_size), _SNIFF_BYTES))
-                    if b"\x00" in data[:_SNIFF_BYTES]:
+                    data = handle.read(max(min(self.max_bytes, st.st_size), SNIFF_BYTES))
+                    if looks_binary(data):
                         return key, _binary(st.st_size), [], None
                     data = data[: self.max_bytes]
                     truncated = st.st_size > len(data)
@@ -231,14 +232,18 @@ class TextNode(Node):
         self.placeholder, self._text, self._n, self.notice = placeholder, text, n, notice
         return True
 
+    def _key(self) -> tuple[int, int] | None:
+        """(mtime, size) of the file, following symlinks; None if it cannot be stat-ed."""
+        try:
+            st = os.stat(os.path.join(str(self.root), self.path))
+        except (OSError, ValueError):
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
     def recompute(self) -> bool:
         """Re-read the file if its mtime or size changed; bump the version only if the
         shown content differs."""
-        try:
-            st = os.stat(os.path.join(str(self.root), self.path))
-            key: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            key = None
+        key = self._key()
         if key is not None and key == self._stat:
             return False
         if key is None and self.placeholder == "[file deleted]":

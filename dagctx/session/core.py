@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dagctx._fs import OutsideRootError, resolve_inside
 from dagctx.context import Context
 from dagctx.errors import BudgetError, CycleError, DagctxError, PathError
 from dagctx.graph import ContextGraph, NodeRef
@@ -176,19 +177,14 @@ class Session(
         raw = os.fspath(path)
         if not raw or "\x00" in raw:
             raise PathError(f"invalid path {raw!r}")
-        candidate = Path(raw) if Path(raw).is_absolute() else self.root / raw
         try:
-            resolved = candidate.resolve()
-            resolved.exists()  # raises for what the OS refuses to look up (not for "missing")
-        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
-            raise PathError(f"cannot use path {raw!r}: {exc}") from None
-        try:
-            relative = resolved.relative_to(self.root)
-        except ValueError:
+            return resolve_inside(self.root, raw)
+        except OutsideRootError:
             raise PathError(
                 f"path {raw!r} is outside the session root {str(self.root)!r}"
             ) from None
-        return resolved, relative.as_posix()
+        except OSError as exc:  # a symlink loop, a name too long
+            raise PathError(f"cannot use path {raw!r}: {exc}") from None
 
     # -- building the graph -----------------------------------------------------------
 

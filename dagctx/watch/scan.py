@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 ALWAYS_SKIPPED = frozenset({".git", ".dagctx", ".hg", ".svn", "__pycache__"})
 # Placeholders of files the scan leaves out (binary, unreadable or vanished meanwhile).
 _NOT_TEXT = ("[binary file", "[file unreadable", "[file deleted]")
-_SNIFF = 8192
 
 
 @dataclass(slots=True)
@@ -53,15 +52,6 @@ class IgnoreRules:
             if spec.match_file(inner + "/" if is_dir else inner):
                 return True
         return False
-
-
-def is_binary(path: Path) -> bool:
-    """Whether the file looks binary (a NUL byte in its first 8 KB); unreadable counts."""
-    try:
-        with path.open("rb") as handle:
-            return b"\x00" in handle.read(_SNIFF)
-    except OSError:
-        return True
 
 
 def is_skipped_dir(path: Path, name: str) -> bool:
@@ -142,9 +132,8 @@ def scan_tree(
                 groups[rel_path], members[rel_path] = group, []
                 members[where].append(group)
                 continue
-            # The scan skips symlinks, so the path is known to stay under the root; the
-            # node's own read tells binary and unreadable files (which are skipped).
-            node = TextNode(rel_path, root=session.root, frequency=never, checked=True)
+            # The node's own read tells binary and unreadable files (which are skipped).
+            node = TextNode(rel_path, root=session.root, frequency=never)
             if node.placeholder is not None and node.placeholder.startswith(_NOT_TEXT):
                 continue
             session.add(node)

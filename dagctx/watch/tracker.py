@@ -35,11 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dagctx._fs import is_binary_file
 from dagctx.errors import PathError
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
-from dagctx.watch.scan import ALWAYS_SKIPPED, IgnoreRules, is_binary, iter_files, scan_tree
+from dagctx.watch.scan import ALWAYS_SKIPPED, IgnoreRules, iter_files, scan_tree
 
 if TYPE_CHECKING:
     from watchfiles import Change
@@ -286,7 +287,7 @@ class TreeTracker:
     def _add_candidate(self, rel: str, plan: ChangeSet) -> None:
         if rel in plan.created or rel in self.files:
             return
-        if not is_binary(self.session.root / rel):
+        if not is_binary_file(self.session.root / rel):
             node = TextNode(rel, root=self.session.root, frequency=TickFrequency.never())
             plan.created[rel] = node
 
