@@ -11,10 +11,10 @@ from dagctx.errors import DagctxError
 from dagctx.graph import NodeRef
 from dagctx.nodes.artifact import ArtifactNode
 from dagctx.nodes.base import NodeState
-from dagctx.session.host import SessionParts
+from dagctx.session.core import SessionCore
 
 
-class ArtifactVerbs(SessionParts):
+class ArtifactVerbs(SessionCore):
     """``artifact`` and ``update_artifact`` of a :class:`~dagctx.session.Session`."""
 
     def artifact(

@@ -14,10 +14,10 @@ from dagctx.errors import GraphError
 from dagctx.graph import NodeRef
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.capability import CapabilityNode, hold
-from dagctx.session.host import SessionParts
+from dagctx.session.core import SessionCore
 
 
-class CapabilityVerbs(SessionParts):
+class CapabilityVerbs(SessionCore):
     """``capability`` and ``find_capability`` of a :class:`~dagctx.session.Session`."""
 
     def capability(

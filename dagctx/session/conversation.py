@@ -15,10 +15,10 @@ from dagctx.graph import NodeRef
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.message import MessageNode, check_message_fields
 from dagctx.nodes.topic import TopicNode
-from dagctx.session.host import SessionParts
+from dagctx.session.core import SessionCore
 
 
-class ConversationVerbs(SessionParts):
+class ConversationVerbs(SessionCore):
     """``topic``, ``message`` and ``close_topic`` of a :class:`~dagctx.session.Session`."""
 
     def topic(

@@ -1,30 +1,35 @@
-"""Session: a context graph rooted in a directory, ticked once per agent turn.
+"""The core of a session: the graph and its verbs, the session's parts, close, and tick.
 
-A :class:`Session` owns the :class:`~dagctx.graph.ContextGraph`, the token counter, the
-section cache and a background loop. Nodes change only inside :meth:`Session.tick` (or
-through explicit calls); background work (shell commands, locks, MCP, file watching) only
-queues results, which the next tick applies. ``tick`` runs, in order:
+:class:`SessionCore` owns the :class:`~dagctx.graph.ContextGraph`, the token counter, the
+section cache, the root task context and the parts of :mod:`dagctx.session.parts`, which
+it creates in ``__init__`` and closes in :meth:`SessionCore.close`, in one fixed order.
+The verb mixins of :mod:`dagctx.session` derive from it, and
+:class:`~dagctx.session.Session` combines them. Nodes change only inside
+:meth:`SessionCore.tick` (or through explicit calls); background work (shell commands,
+locks, MCP, file watching) only queues results, which the next tick applies. ``tick``
+runs, in order:
 
 1. apply queued background results and pending file changes;
 2. recompute each running node whose frequency is due;
 3. collect the traces of this turn;
 4. notify ancestors (each once per tick, children first) and refresh stale summaries;
 5. build the projection.
+
+Must not import the verb modules of :mod:`dagctx.session` (they derive from this one).
 """
 
 from __future__ import annotations
 
 import contextvars
 import os
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from dagctx._fs import OutsideRootError, resolve_inside
+from dagctx.checkpoint import BaseCheckpointStore
 from dagctx.context import Context
 from dagctx.errors import BudgetError, CycleError, DagctxError, PathError
 from dagctx.graph import ContextGraph, NodeRef
@@ -32,20 +37,17 @@ from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.group import GroupNode, Summarizer
 from dagctx.nodes.text import TextNode
 from dagctx.projection import Projection, SectionCache, build_projection
-from dagctx.session.artifacts import ArtifactVerbs
-from dagctx.session.capability import CapabilityVerbs
-from dagctx.session.conversation import ConversationVerbs
-from dagctx.session.info import SessionInfoVerbs
-from dagctx.session.jobs import JobVerbs
-from dagctx.session.loop import BackgroundLoop
-from dagctx.session.markdown import MarkdownVerbs
-from dagctx.session.mcp import MCPVerbs
-from dagctx.session.store import ContextVerbs
-from dagctx.session.work import WorkVerbs
+from dagctx.session.parts.intake import Intake
+from dagctx.session.parts.jobs import Jobs
+from dagctx.session.parts.mcp import MCPClients
+from dagctx.session.parts.runner import BackgroundRunner
+from dagctx.session.parts.work import Coordination
 from dagctx.tokens import DEFAULT_ENCODING, TokenCounter
-from dagctx.watch.loop import WatchVerbs
 
-_current: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
+if TYPE_CHECKING:
+    from dagctx.session import Session
+
+_current: contextvars.ContextVar[SessionCore | None] = contextvars.ContextVar(
     "dagctx_session", default=None
 )
 
@@ -59,7 +61,7 @@ def current_session() -> Session:
     session = _current.get()
     if session is None:
         raise DagctxError("no current session: open one with `with Session(...) as s:`")
-    return session
+    return cast("Session", session)  # only a Session enters itself
 
 
 def check_budget(budget: object) -> int:
@@ -81,19 +83,9 @@ class TickResult:
     duration: float = 0.0
 
 
-class Session(
-    JobVerbs,
-    WatchVerbs,
-    ConversationVerbs,
-    ArtifactVerbs,
-    WorkVerbs,
-    SessionInfoVerbs,
-    MCPVerbs,
-    MarkdownVerbs,
-    CapabilityVerbs,
-    ContextVerbs,
-):
-    """A context graph over the files under ``root``, with a token budget.
+class SessionCore:
+    """The graph of a session and its parts (see the module docstring); use
+    :class:`~dagctx.session.Session`, which adds the verbs of every concern.
 
     Args:
         root: the directory files are read from; paths outside it are refused.
@@ -125,21 +117,24 @@ class Session(
         self.cache = SectionCache(self.counter)
         self.turn = 0
         self.context = Context("session")  # the root task context; ticks add prompt_tokens
-        self.background = BackgroundLoop()
-        self._intake: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._pending_paths: set[str] = set()
-        self._pending_lock = threading.Lock()
+        # The parts (dagctx.session.parts), in creation order; close() closes them in the
+        # reverse order, as each may use those created before it.
+        self.background = BackgroundRunner()  # the event loop thread, started on first use
+        self._intake = Intake()  # background results and changed paths, for the next tick
+        self._jobs = Jobs(self.background, self._intake)  # shell commands and locks
+        self._mcp = MCPClients(self.background, self._intake)  # MCP servers, connections
+        self._work = Coordination()  # the work board; its store opens on first use
         self._path_index: dict[str, list[TextNode]] = {}
         self._trace_mark = 0
         self._last_projection: Projection | None = None
         self._refresh: dict[str, Node] = {}
         self._closers: list[Callable[[], None]] = []
-        self._tokens: list[contextvars.Token[Session | None]] = []
+        self._tokens: list[contextvars.Token[SessionCore | None]] = []
         self.closed = False
 
     # -- lifecycle --------------------------------------------------------------------
 
-    def __enter__(self) -> Session:
+    def __enter__(self) -> Self:
         self._tokens.append(_current.set(self))
         return self
 
@@ -149,17 +144,42 @@ class Session(
         self.close()
 
     def on_close(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` when the session closes (release locks, stop processes)."""
+        """Run ``callback`` when the session closes, before any part closes (see
+        :meth:`close`)."""
         self._closers.append(callback)
 
     def close(self) -> None:
-        """Run the close callbacks (last registered first) and stop the background loop."""
+        """Close the session; later calls do nothing.
+
+        In this order: the :meth:`on_close` callbacks, last registered first (every part
+        still works then, but the session is marked closed, so verbs that start new work
+        refuse); then the parts, in the reverse of their creation order: the work board
+        (releasing this agent's claims), the MCP servers (stopped), the jobs (every lock
+        released, every running command killed and waited for), the intake (queued
+        results dropped), and last the background loop (its remaining tasks cancelled,
+        its thread joined). Every step runs even if an earlier one raises; the first
+        error is raised once all have run.
+        """
         if self.closed:
             return
         self.closed = True
-        while self._closers:
-            self._closers.pop()()
-        self.background.stop()
+        callbacks, self._closers = self._closers[::-1], []
+        steps = [
+            *callbacks,
+            self._work.close,
+            self._mcp.close,
+            self._jobs.close,
+            self._intake.close,
+            self.background.close,
+        ]
+        error: BaseException | None = None
+        for step in steps:
+            try:
+                step()
+            except BaseException as exc:  # closing goes on; the first error is raised
+                error = error or exc
+        if error is not None:
+            raise error
 
     def _check_open(self) -> None:
         if self.closed:
@@ -326,6 +346,24 @@ class Session(
     def checkpoints(self) -> list[str]:
         return self.graph.checkpoints()
 
+    # -- task context -----------------------------------------------------------------
+
+    def fork(self, task_id: str, *, store: BaseCheckpointStore | None = None) -> Context:
+        """Return a child of :attr:`context` for the sub-agent ``task_id``.
+
+        Raises:
+            ContextError: see :meth:`Context.fork`.
+        """
+        return self.context.fork(task_id, store=store)
+
+    def merge(self, child: Context) -> None:
+        """Fold a forked ``child`` back into :attr:`context` (state and net token usage).
+
+        Raises:
+            ContextError: ``child`` is not an unmerged child of :attr:`context`.
+        """
+        self.context.merge(child)
+
     # -- background intake ------------------------------------------------------------
 
     def queue_result(self, apply: Callable[[], None]) -> None:
@@ -335,20 +373,13 @@ class Session(
     def file_changed(self, path: str | os.PathLike[str]) -> None:
         """Tell the session a file changed; its text nodes re-read it at the next tick."""
         _, relative = self.resolve_path(path)
-        with self._pending_lock:
-            self._pending_paths.add(relative)
+        self._intake.add_path(relative)
 
     def _apply_intake(self) -> list[str]:
         applied: list[str] = []
-        while True:
-            try:
-                apply = self._intake.get_nowait()
-            except queue.Empty:
-                break
+        while (apply := self._intake.next_result()) is not None:
             apply()
-        with self._pending_lock:
-            paths, self._pending_paths = self._pending_paths, set()
-        for path in sorted(paths):
+        for path in self._intake.take_paths():
             for node in self.text_nodes(path):
                 if node.recompute():
                     applied.append(node.id)

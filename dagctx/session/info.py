@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.session_node import SessionNode
-from dagctx.session.host import SessionParts
+from dagctx.session.core import SessionCore
 
 
-class SessionInfoVerbs(SessionParts):
+class SessionInfoVerbs(SessionCore):
     """``session_node`` of a :class:`~dagctx.session.Session`."""
 
     def session_node(self, *, state: NodeState | str | None = None) -> SessionNode:

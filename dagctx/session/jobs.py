@@ -8,13 +8,18 @@ explicit :meth:`JobVerbs.wait` / :meth:`~JobVerbs.wait_all` / :meth:`~JobVerbs.w
 ``wait`` blocks until the job's result is queued and then applies the queued background
 results (exactly tick step 1, inside one graph batch) **without** starting a turn: the
 nodes change at once, ``Session.turn`` does not move, and the next tick still lists these
-changes in its "changes since last turn". Each blocking wait has an async twin
-(``await s.wait_async(node)``) for code running on an event loop.
+changes in its "changes since last turn". Each blocking wait has an async twin for code
+running on an event loop, named by the session's twin rule: ``await s.await_(node)``,
+``await_all``, ``await_any``. Their former names ``wait_async``, ``wait_all_async`` and
+``wait_any_async`` remain as aliases.
 
 Explicit verbs act at once: ``release`` lets the OS lock go and marks the node released;
 ``cancel`` asks the command to stop (its process group is killed; the node shows
 ``cancelled`` once the result is applied). Closing the session cancels every command
 still running and releases every lock.
+
+The state of the jobs (futures, cancel events, OS locks) is the session's
+:class:`~dagctx.session.parts.jobs.Jobs` part, ``self._jobs``.
 """
 
 from __future__ import annotations
@@ -23,10 +28,7 @@ import asyncio
 import concurrent.futures
 import math
 import os
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import partial
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from dagctx.errors import DagctxError
@@ -36,44 +38,22 @@ from dagctx.nodes.lock import (
 )
 from dagctx.nodes.lock import (
     LockError,
-    LockHandle,
     LockNode,
     check_lock_timeout,
     lock_file_for,
 )
 from dagctx.nodes.shell import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ShellError, ShellNode
-from dagctx.runtime.processes import (
-    DRAIN_SECONDS,
-    KILL_GRACE,
-    CommandResult,
-    CommandSpec,
-    run_command,
-)
-from dagctx.session.host import SessionParts
+from dagctx.session.core import SessionCore
 
 if TYPE_CHECKING:
     from dagctx.graph import NodeRef
 
 N = TypeVar("N", bound=Node)
 _Typed = TypeVar("_Typed", ShellNode, LockNode)
-#: How long closing the session waits for running commands to be killed.
-_CLOSE_WAIT = KILL_GRACE + 2 * DRAIN_SECONDS + 2.0
 
 
-@dataclass(slots=True)
-class _Jobs:
-    """A session's background jobs whose results were not applied yet, and its locks."""
-
-    mutex: threading.Lock = field(default_factory=threading.Lock)
-    outstanding: dict[Node, concurrent.futures.Future[None]] = field(default_factory=dict)
-    cancels: dict[ShellNode, asyncio.Event] = field(default_factory=dict)
-    locks: dict[LockNode, LockHandle] = field(default_factory=dict)
-
-
-class JobVerbs(SessionParts):
+class JobVerbs(SessionCore):
     """Shell, lock and wait verbs of a :class:`~dagctx.session.Session`."""
-
-    _dagctx_jobs: _Jobs
 
     # -- shell ------------------------------------------------------------------------
 
@@ -111,24 +91,8 @@ class JobVerbs(SessionParts):
             state=state, priority=priority,
         )  # fmt: skip
         self.add(node, parent=parent)
-        jobs = self._jobs()
-        cancel = asyncio.Event()
-        with jobs.mutex:
-            jobs.cancels[node] = cancel
-            jobs.outstanding[node] = self.background.submit(
-                self._run_shell(node, node.spec(), cancel)
-            )
+        self._jobs.start_shell(node)
         return node
-
-    async def _run_shell(self, node: ShellNode, spec: CommandSpec, cancel: asyncio.Event) -> None:
-        def started(pid: int, at: float) -> None:
-            self.queue_result(partial(node.apply_started, pid, at))
-
-        try:
-            result = await run_command(spec, cancel=cancel, on_start=started)
-        except Exception as exc:  # a bug here must not leave the node pending forever
-            result = CommandResult("failed", error=f"internal error: {exc!r}")
-        self.queue_result(partial(self._settle, node, partial(node.apply_result, result)))
 
     def cancel(self, node: ShellNode | str) -> bool:
         """Ask a pending or running command to stop; return whether one was still going.
@@ -139,15 +103,7 @@ class JobVerbs(SessionParts):
         Raises:
             NodeNotFoundError: unknown node. ShellError: not a shell node.
         """
-        target = self._typed(node, ShellNode)
-        jobs = self._jobs()
-        with jobs.mutex:
-            event = jobs.cancels.get(target)
-            future = jobs.outstanding.get(target)
-        if event is None or future is None or future.done():
-            return False
-        self.background.loop.call_soon_threadsafe(event.set)
-        return True
+        return self._jobs.cancel(self._typed(node, ShellNode))
 
     # -- locks ------------------------------------------------------------------------
 
@@ -179,21 +135,8 @@ class JobVerbs(SessionParts):
         node = LockNode(relative, lock_file=lock_file, timeout=seconds, state=state,
                         priority=priority)  # fmt: skip
         self.add(node, parent=parent)
-        handle = LockHandle(lock_file)
-        jobs = self._jobs()
-        with jobs.mutex:
-            jobs.locks[node] = handle
-            jobs.outstanding[node] = self.background.submit(self._acquire(node, handle))
+        self._jobs.start_lock(node, lock_file)
         return node
-
-    async def _acquire(self, node: LockNode, handle: LockHandle) -> None:
-        outcome = await asyncio.to_thread(handle.acquire, node.timeout)
-        if outcome.status != "acquired":
-            jobs = self._jobs()
-            with jobs.mutex:
-                if jobs.locks.get(node) is handle:
-                    del jobs.locks[node]
-        self.queue_result(partial(self._settle, node, partial(node.apply_outcome, outcome)))
 
     def release(self, lock: LockNode | str) -> bool:
         """Release a lock now (or stop waiting for it); return whether an OS lock was held.
@@ -205,10 +148,7 @@ class JobVerbs(SessionParts):
             NodeNotFoundError: unknown node. LockError: not a lock node.
         """
         target = self._typed(lock, LockNode)
-        jobs = self._jobs()
-        with jobs.mutex:
-            handle = jobs.locks.pop(target, None)
-        was_held = handle.release() if handle is not None else False
+        was_held = self._jobs.release(target)
         target.mark_released(was_held=was_held)
         return was_held
 
@@ -221,8 +161,7 @@ class JobVerbs(SessionParts):
         Raises:
             NodeNotFoundError: unknown node.
         """
-        future = self._jobs().outstanding.get(self.graph.get(node))
-        return future is None or future.done()
+        return self._jobs.ready(self.graph.get(node))
 
     @overload
     def wait(self, node: N, timeout: float | None = None) -> N: ...
@@ -237,7 +176,7 @@ class JobVerbs(SessionParts):
 
         Raises:
             NodeNotFoundError: unknown node. DagctxError: bad timeout, or called on the
-            session's own loop (use :meth:`wait_async`).
+            session's own loop (use :meth:`await_`).
         """
         return self.wait_all([node], timeout)[0]
 
@@ -272,37 +211,35 @@ class JobVerbs(SessionParts):
         if futures and len(futures) == len(targets):
             concurrent.futures.wait(futures, timeout, concurrent.futures.FIRST_COMPLETED)
         self._apply_background_results()
-        return self._first_ready(targets)
+        return self._jobs.first_settled(targets)
 
-    async def wait_async(self, node: N, timeout: float | None = None) -> N:
-        """The async twin of :meth:`wait`."""
-        return (await self.wait_all_async([node], timeout))[0]
+    async def await_(self, node: N, timeout: float | None = None) -> N:
+        """The async twin of :meth:`wait` (also called ``wait_async``)."""
+        return (await self.await_all([node], timeout))[0]
 
-    async def wait_all_async(self, nodes: Iterable[N], timeout: float | None = None) -> list[N]:
-        """The async twin of :meth:`wait_all`."""
+    async def await_all(self, nodes: Iterable[N], timeout: float | None = None) -> list[N]:
+        """The async twin of :meth:`wait_all` (also called ``wait_all_async``)."""
         targets, futures = self._wait_targets(nodes, timeout, blocking=False)
         if futures:
             await asyncio.wait([asyncio.wrap_future(f) for f in futures], timeout=timeout)
         self._apply_background_results()
         return targets
 
-    async def wait_any_async(self, nodes: Iterable[N], timeout: float | None = None) -> N | None:
-        """The async twin of :meth:`wait_any`."""
+    async def await_any(self, nodes: Iterable[N], timeout: float | None = None) -> N | None:
+        """The async twin of :meth:`wait_any` (also called ``wait_any_async``)."""
         targets, futures = self._wait_targets(nodes, timeout, need_one=True, blocking=False)
         if futures and len(futures) == len(targets):
             wrapped = [asyncio.wrap_future(f) for f in futures]
             await asyncio.wait(wrapped, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         self._apply_background_results()
-        return self._first_ready(targets)
+        return self._jobs.first_settled(targets)
+
+    # The names the async twins had before the twin rule (see dagctx.session); kept.
+    wait_async = await_
+    wait_all_async = await_all
+    wait_any_async = await_any
 
     # -- internals --------------------------------------------------------------------
-
-    def _jobs(self) -> _Jobs:
-        jobs = getattr(self, "_dagctx_jobs", None)
-        if jobs is None:
-            jobs = self._dagctx_jobs = _Jobs()
-            self.on_close(self._close_jobs)
-        return jobs
 
     def _typed(self, ref: _Typed | str, cls: type[_Typed]) -> _Typed:
         node = self.graph.get(ref)
@@ -310,15 +247,6 @@ class JobVerbs(SessionParts):
             error = ShellError if cls is ShellNode else LockError
             raise error(f"node {node.id!r} is a {node.type_name} node, not a {cls.type_name} node")
         return node
-
-    def _settle(self, node: Node, apply: Callable[[], None]) -> None:
-        """Apply a job's final result and forget the job (runs inside the intake)."""
-        apply()
-        jobs = self._jobs()
-        with jobs.mutex:
-            jobs.outstanding.pop(node, None)
-            if isinstance(node, ShellNode):
-                jobs.cancels.pop(node, None)
 
     def _wait_targets(
         self,
@@ -343,33 +271,10 @@ class JobVerbs(SessionParts):
             raise DagctxError(f"wait timeout must be None or a number >= 0, got {timeout!r}")
         if blocking and self.background.in_loop_thread():
             raise DagctxError("a blocking wait was called on the session's loop;"
-                              " use `await session.wait_async(...)`")  # fmt: skip
-        jobs = self._jobs()
-        with jobs.mutex:
-            futures = [jobs.outstanding[t] for t in targets if t in jobs.outstanding]
-        return targets, futures
-
-    def _first_ready(self, targets: Sequence[N]) -> N | None:
-        outstanding = self._jobs().outstanding
-        return next((t for t in targets if t not in outstanding), None)
+                              " use `await session.await_(...)` (formerly wait_async)")  # fmt: skip
+        return targets, self._jobs.futures(targets)
 
     def _apply_background_results(self) -> None:
         """Tick step 1 on its own: apply queued results in one graph batch."""
         with self.graph.batch():
             self._apply_intake()
-
-    def _close_jobs(self) -> None:
-        """On session close: release every lock, stop every command and wait for it."""
-        jobs = self._jobs()
-        with jobs.mutex:
-            locks, jobs.locks = jobs.locks, {}
-            running = [(e, jobs.outstanding.get(n)) for n, e in jobs.cancels.items()]
-        for node, handle in locks.items():
-            node.mark_released(was_held=handle.release())
-        if not running or not self.background.started:
-            return
-        for event, _ in running:
-            self.background.loop.call_soon_threadsafe(event.set)
-        if not self.background.in_loop_thread():
-            futures = [f for _, f in running if f is not None]
-            concurrent.futures.wait(futures, _CLOSE_WAIT)

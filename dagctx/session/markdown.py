@@ -8,10 +8,10 @@ from dagctx.errors import PathError
 from dagctx.graph import NodeRef
 from dagctx.nodes.base import NodeState, TickFrequency
 from dagctx.nodes.markdown import MarkdownNode
-from dagctx.session.host import SessionParts
+from dagctx.session.core import SessionCore
 
 
-class MarkdownVerbs(SessionParts):
+class MarkdownVerbs(SessionCore):
     """The ``markdown`` verb of :class:`~dagctx.session.Session` (a mixin)."""
 
     def markdown(

@@ -6,72 +6,49 @@ connected, an :class:`~dagctx.mcp.client.MCPConnection` on the session's backgro
 The async verbs can be awaited from any event loop: the MCP work runs on the background
 loop and the node changes are made by the awaiting caller. What the server does on its
 own (a changed tool list, dying) is queued and applied at the next tick. Every async verb
-has a blocking twin with a ``_sync`` suffix for plain synchronous code.
+has a blocking twin with a ``_sync`` suffix for plain synchronous code (the session's
+twin rule, see :mod:`dagctx.session`).
+
+The servers and their connections are the session's
+:class:`~dagctx.session.parts.mcp.MCPClients` part, ``self._mcp``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
-from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, replace
-from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from dagctx.errors import DagctxError
-from dagctx.mcp import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, SHUTDOWN_TIMEOUT
+from dagctx.mcp import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT
 from dagctx.nodes.artifact import ArtifactNode
 from dagctx.nodes.base import NodeState
-from dagctx.nodes.mcp import MCPServerNode, ToolSpec
-from dagctx.session.host import SessionParts
+from dagctx.nodes.mcp import MCPServerNode
+from dagctx.session.core import SessionCore
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from dagctx.graph import NodeRef
-    from dagctx.mcp.client import CallResult, MCPConnection
+    from dagctx.mcp.client import CallResult
 
-T = TypeVar("T")
 _TITLE_ARGS = 60
 
 
-@dataclass(slots=True)
-class _Server:
-    """A server known to the session: its node and, while connected, its connection."""
-
-    node: MCPServerNode
-    connection: MCPConnection | None = None
-    applied_seq: int = 0
-
-
-class MCPVerbs(SessionParts):
+class MCPVerbs(SessionCore):
     """MCP client verbs of :class:`~dagctx.session.Session`."""
 
     # -- registry ---------------------------------------------------------------------
 
-    def _mcp_registry(self) -> dict[str, _Server]:
-        servers: dict[str, _Server] | None = self.__dict__.get("_mcp_registry_by_name")
-        if servers is None:
-            servers = self.__dict__["_mcp_registry_by_name"] = {}
-            self.on_close(self._mcp_close_all)
-        return servers
-
-    def _mcp_entry(self, name: str) -> _Server:
-        entry = self._mcp_registry().get(name)
-        if entry is None:
-            known = ", ".join(sorted(self._mcp_registry())) or "none"
-            raise DagctxError(f"no MCP server named {name!r}; known servers: {known}")
-        return entry
-
     def mcp_server(self, name: str) -> MCPServerNode:
         """The node of the MCP server called ``name``. Raises DagctxError if unknown."""
-        return self._mcp_entry(name).node
+        return self._mcp.entry(name).node
 
     def mcp_servers(self) -> list[MCPServerNode]:
         """The nodes of every MCP server of the session, in connection order."""
-        return [entry.node for entry in self._mcp_registry().values()]
+        return [entry.node for entry in self._mcp.all()]
 
     def _mcp_node_named(self, name: str) -> MCPServerNode | None:
         """The graph's server node called ``name`` (one connected before, or one loaded
@@ -80,12 +57,6 @@ class MCPVerbs(SessionParts):
             if isinstance(node, MCPServerNode) and node.name == name:
                 return node
         return None
-
-    async def _mcp_on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the background loop and await it from the caller's loop."""
-        if self.background.in_loop_thread():
-            return await coro
-        return await asyncio.wrap_future(self.background.submit(coro))
 
     # -- connect ----------------------------------------------------------------------
 
@@ -123,7 +94,7 @@ class MCPVerbs(SessionParts):
 
         self._check_open()
         argv, env_map, workdir = _check_connect(self.root, name, command, url, env, cwd, timeout)
-        entry = self._mcp_registry().get(name)
+        entry = self._mcp.get(name)
         if entry is not None and entry.connection is not None:
             raise DagctxError(
                 f"MCP server {name!r} is connected already; disconnect it first "
@@ -142,16 +113,13 @@ class MCPVerbs(SessionParts):
                 state=state, priority=priority,
             )  # fmt: skip
             self.add(node, parent=parent)
-        if entry is None or entry.node is not node:
-            entry = self._mcp_registry()[name] = _Server(node)
+        entry = self._mcp.adopt(name, node)
         connection = MCPConnection(
             name, command=argv, url=url, env=env_map, cwd=workdir, connect_timeout=timeout
         )
-        connection.on_tools = partial(self._mcp_queue_tools, name, connection)
-        connection.on_lost = partial(self._mcp_queue_lost, name, connection)
-        entry.connection, entry.applied_seq = connection, 0
+        self._mcp.attach(name, entry, connection)
         try:
-            tools = await self._mcp_on_loop(connection.start())
+            tools = await self._mcp.on_loop(connection.start())
         except MCPClientError as exc:
             entry.connection = None
             node.set_status("error", error=str(exc), stderr_tail=exc.stderr_tail)
@@ -193,7 +161,7 @@ class MCPVerbs(SessionParts):
             MCPClientError: the call timed out or failed at the protocol level.
         """
         self._check_open()
-        entry = self._mcp_entry(server)
+        entry = self._mcp.entry(server)
         connection = entry.connection
         if connection is None or entry.node.status != "connected":
             raise DagctxError(
@@ -208,7 +176,7 @@ class MCPVerbs(SessionParts):
                 f"MCP server {server!r} has no tool {tool!r}; its tools: {', '.join(names)}"
             )
         _check_timeout(timeout)
-        result = await self._mcp_on_loop(connection.call(tool, merged, timeout))
+        result = await self._mcp.on_loop(connection.call(tool, merged, timeout))
         artifact = ArtifactNode(
             result.text,
             kind="error" if result.is_error else "output",
@@ -234,47 +202,16 @@ class MCPVerbs(SessionParts):
             DagctxError: unknown or unconnected server; MCPClientError: the listing failed.
         """
         self._check_open()
-        entry = self._mcp_entry(name)
+        entry = self._mcp.entry(name)
         connection = entry.connection
         if connection is None:
             raise DagctxError(f"MCP server {name!r} is not connected (status: {entry.node.status})")
-        seq, tools = await self._mcp_on_loop(connection.list_tools())
-        return self._mcp_apply_tools(name, connection, seq, tools)
+        seq, tools = await self._mcp.on_loop(connection.list_tools())
+        return self._mcp.apply_tools(name, connection, seq, tools)
 
     def mcp_refresh_sync(self, name: str) -> list[str]:
         """Blocking twin of :meth:`mcp_refresh`."""
         return self.background.run(self.mcp_refresh(name))
-
-    def _mcp_apply_tools(
-        self, name: str, connection: MCPConnection, seq: int, tools: list[ToolSpec]
-    ) -> list[str]:
-        entry = self._mcp_registry().get(name)
-        if entry is None or entry.connection is not connection or seq <= entry.applied_seq:
-            return []  # a stale list: a newer one was applied, or the server was replaced
-        entry.applied_seq = seq
-        return entry.node.sync_tools(tools)
-
-    def _mcp_queue_tools(
-        self, name: str, connection: MCPConnection, seq: int, tools: list[ToolSpec]
-    ) -> None:
-        # Called on the background loop after a tools/list_changed notification.
-        def apply() -> None:
-            self._mcp_apply_tools(name, connection, seq, tools)
-
-        self.queue_result(apply)
-
-    def _mcp_queue_lost(self, name: str, connection: MCPConnection, message: str,
-                        stderr_tail: str) -> None:  # fmt: skip
-        # Called on the background loop when the server went away on its own.
-        def apply() -> None:
-            entry = self._mcp_registry().get(name)
-            if entry is None or entry.connection is not connection:
-                return
-            entry.connection = None
-            entry.node.set_status("error", error=message, stderr_tail=stderr_tail)
-            entry.node.sync_tools([])
-
-        self.queue_result(apply)
 
     # -- disconnect -------------------------------------------------------------------
 
@@ -286,10 +223,10 @@ class MCPVerbs(SessionParts):
             DagctxError: no server of that name.
         """
         self._check_open()
-        entry = self._mcp_entry(name)
+        entry = self._mcp.entry(name)
         connection, entry.connection = entry.connection, None
         if connection is not None:
-            await self._mcp_on_loop(connection.close())
+            await self._mcp.on_loop(connection.close())
         entry.node.set_status("disconnected")
         entry.node.sync_tools([])
         return entry.node
@@ -297,23 +234,6 @@ class MCPVerbs(SessionParts):
     def mcp_disconnect_sync(self, name: str) -> MCPServerNode:
         """Blocking twin of :meth:`mcp_disconnect`."""
         return self.background.run(self.mcp_disconnect(name))
-
-    def _mcp_close_all(self) -> None:
-        """Stop every server (run when the session closes; nodes are left as they are)."""
-        connections = []
-        for entry in self._mcp_registry().values():
-            if entry.connection is not None:
-                connections.append(entry.connection)
-                entry.connection = None
-        if not connections or not self.background.started or self.background.in_loop_thread():
-            return  # stopping the loop cancels the connection tasks
-
-        async def close_all() -> None:
-            await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
-
-        # Closing goes on whatever happens here: stopping the loop cancels leftovers.
-        with contextlib.suppress(Exception):
-            self.background.run(close_all(), timeout=SHUTDOWN_TIMEOUT + 5)
 
 
 def _check_connect(

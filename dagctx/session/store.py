@@ -1,8 +1,7 @@
 """A whole session in one SQLite file: :meth:`Session.save` and :meth:`Session.load`.
 
-:class:`ContextVerbs` gives :class:`~dagctx.session.Session` its task-context verbs
-(``fork`` / ``merge`` on ``session.context``) and ``save`` / ``load``, which keep in one
-file (default ``<root>/.dagctx/session.db``):
+:func:`save` and :func:`load` (behind :meth:`Session.save` / :meth:`Session.load`) keep
+a whole session in one file (default ``<root>/.dagctx/session.db``):
 
 - every node with its type data (:meth:`~dagctx.nodes.base.Node.to_dict`), its recency
   (``seq``) and last recompute time, including nodes that only a structure checkpoint
@@ -34,11 +33,11 @@ from collections.abc import Mapping
 from graphlib import CycleError as GraphlibCycleError
 from graphlib import TopologicalSorter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import dagctx.nodes  # noqa: F401 - importing the package registers every node type
 from dagctx._json import encode_json
-from dagctx.checkpoint import BaseCheckpointStore, Checkpoint, CheckpointStore
+from dagctx.checkpoint import Checkpoint, CheckpointStore
 from dagctx.context import Context, ContextConfig, ContextState
 from dagctx.errors import CheckpointError, DagctxError
 from dagctx.graph import ContextGraph, StructureCheckpoint
@@ -53,70 +52,33 @@ SESSION_FILE = Path(".dagctx") / "session.db"
 """Where a session is saved by default, relative to its root."""
 
 
-class ContextVerbs:
-    """``session.fork`` / ``session.merge`` on the root task context, and ``save`` / ``load``."""
+def save(session: Session, path: str | os.PathLike[str] | None = None) -> Path:
+    """Save ``session`` to ``path`` (default ``<root>/.dagctx/session.db``); return the
+    path written. See :meth:`Session.save`.
 
-    if TYPE_CHECKING:  # provided by Session
-        context: Context
+    Raises:
+        CheckpointError: see :meth:`Session.save`; the file is left as it was.
+    """
+    target = session.root / SESSION_FILE if path is None else Path(path)
+    write_session_file(target, _dump(session))
+    return target
 
-    def fork(self, task_id: str, *, store: BaseCheckpointStore | None = None) -> Context:
-        """Return a child of :attr:`context` for the sub-agent ``task_id``.
 
-        Raises:
-            ContextError: see :meth:`Context.fork`.
-        """
-        return self.context.fork(task_id, store=store)
+def load(
+    cls: type[Session],
+    path: str | os.PathLike[str] | None = None,
+    *,
+    root: str | os.PathLike[str] | None = None,
+) -> Session:
+    """Build a ``cls`` session from the file ``path``. See :meth:`Session.load`.
 
-    def merge(self, child: Context) -> None:
-        """Fold a forked ``child`` back into :attr:`context` (state and net token usage).
-
-        Raises:
-            ContextError: ``child`` is not an unmerged child of :attr:`context`.
-        """
-        self.context.merge(child)
-
-    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Save the whole session to ``path`` (default ``<root>/.dagctx/session.db``).
-
-        Returns the path written. The file is replaced as one transaction: a crash at any
-        instant leaves the previous save or this one. See the module docstring for what
-        is saved.
-
-        Raises:
-            CheckpointError: a node or context value cannot be stored as JSON, or ``path``
-                cannot be written, is not SQLite, is the database of another application
-                or holds another session schema; the file is left as it was.
-        """
-        session = cast("Session", self)  # a mixin of Session
-        target = session.root / SESSION_FILE if path is None else Path(path)
-        write_session_file(target, _dump(session))
-        return target
-
-    @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike[str] | None = None,
-        *,
-        root: str | os.PathLike[str] | None = None,
-    ) -> Session:
-        """Load a session saved by :meth:`save`.
-
-        Args:
-            path: the session file (default ``<root>/.dagctx/session.db``).
-            root: the root of the loaded session (default: the saved root when ``path`` is
-                given, else the current directory).
-
-        Raises:
-            CheckpointError: no such file; the file is truncated, corrupt, not a session
-                file or written by another session schema (the message names both
-                versions); or its content cannot be rebuilt here (unknown node type,
-                missing root directory, unavailable encoding). No session is returned.
-        """
-        if path is None:
-            base = Path("." if root is None else root).expanduser().resolve()
-            path, root = base / SESSION_FILE, base
-        factory = cast("type[Session]", cls)  # a mixin of Session
-        return _build(factory, read_session_file(Path(path)), root, Path(path))
+    Raises:
+        CheckpointError: see :meth:`Session.load`; no session is returned.
+    """
+    if path is None:
+        base = Path("." if root is None else root).expanduser().resolve()
+        path, root = base / SESSION_FILE, base
+    return _build(cls, read_session_file(Path(path)), root, Path(path))
 
 
 # -- session → data --------------------------------------------------------------------------
@@ -357,4 +319,4 @@ def _load_context(raw: Any, checkpoints: list[Any], where: str) -> Context:
     return context
 
 
-__all__ = ["SESSION_FILE", "ContextVerbs"]
+__all__ = ["SESSION_FILE", "load", "save"]

@@ -8,6 +8,9 @@ with ``use_coordination(path, stale_after=..., agent_name=...)`` before the firs
 conflicts with other agents' claims; ``work_update`` changes the claim, ``work_done``
 releases it, ``work_list`` lists every live claim. Closing the session releases all of its
 agent's claims. A refused call changes neither the graph nor the store.
+
+The board is held by the session's :class:`~dagctx.session.parts.work.Coordination` part,
+``self._work``.
 """
 
 from __future__ import annotations
@@ -29,15 +32,13 @@ from dagctx.runtime.coordination import (
     WorkBoard,
     check_ttl,
 )
-from dagctx.session.host import SessionParts
+from dagctx.session.core import SessionCore
 
 STORE_PATH = ".dagctx/coordination.db"  # under the session root
 
 
-class WorkVerbs(SessionParts):
+class WorkVerbs(SessionCore):
     """``work_on``, ``work_update``, ``work_done``, ``work_list`` and the store set-up."""
-
-    _dagctx_work: WorkBoard
 
     def use_coordination(
         self,
@@ -57,7 +58,7 @@ class WorkVerbs(SessionParts):
                 ``agent_name``, or the store cannot be opened.
         """
         self._check_open()
-        current: WorkBoard | None = getattr(self, "_dagctx_work", None)
+        current = self._work.board
         if current is not None and self._active_work(current):
             raise CoordinationError(
                 f"this session holds active claims in {str(current.store.path)!r};"
@@ -70,11 +71,7 @@ class WorkVerbs(SessionParts):
         target = self.root / (STORE_PATH if path is None else os.fspath(path))
         store = CoordinationStore(target)
         board = WorkBoard(store, agent, stale_after=stale_after, tick_of=_turn_of(self))
-        if current is not None:
-            current.close()
-        else:
-            self.on_close(lambda: self._dagctx_work.close())
-        self._dagctx_work = board
+        self._work.replace(board)
         return board
 
     def coordination(self) -> WorkBoard:
@@ -83,7 +80,7 @@ class WorkVerbs(SessionParts):
         Raises:
             CoordinationError: the default store cannot be opened.
         """
-        board: WorkBoard | None = getattr(self, "_dagctx_work", None)
+        board = self._work.board
         return board if board is not None else self.use_coordination()
 
     def work_on(
@@ -190,8 +187,7 @@ class WorkVerbs(SessionParts):
         node = self.get(ref)
         if not isinstance(node, WorkNode):
             raise DagctxError(f"#{node.id} is a {node.type_name} node, not a work node")
-        board = getattr(self, "_dagctx_work", None)
-        if node.board is None or node.board is not board:
+        if node.board is None or node.board is not self._work.board:
             raise DagctxError(
                 f"work #{node.id} is not a claim of this session's agent (a loaded or"
                 " foreign node); start a new one with work_on()"
@@ -205,7 +201,7 @@ class WorkVerbs(SessionParts):
         )
 
 
-def _turn_of(session: SessionParts) -> Callable[[], int]:
+def _turn_of(session: SessionCore) -> Callable[[], int]:
     """A callable returning the session's turn without keeping the session alive."""
     ref = weakref.ref(session)
 

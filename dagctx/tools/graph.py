@@ -266,7 +266,7 @@ async def run_shell(
         timeout: Seconds after which the command is killed.
     """
     node = session.shell(command, args or [], timeout=timeout)
-    await session.wait_async(node, timeout=min(RUN_SHELL_WAIT, timeout))
+    await session.await_(node, timeout=min(RUN_SHELL_WAIT, timeout))
     headline = f"{node.id}: {node.render(NodeState.COLLAPSED)}"
     if not node.finished:
         return (

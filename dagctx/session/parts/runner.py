@@ -1,0 +1,145 @@
+"""The session's background event loop: anyio's blocking portal on a thread of its own.
+
+Shell commands, lock waits and MCP client sessions run on this loop while the caller's
+code does other things; they never touch nodes but queue results in the
+:class:`~dagctx.session.parts.intake.Intake`, which the next tick applies. Synchronous
+verbs that need a coroutine (``Session.tick``, the ``*_sync`` MCP verbs) run it here and
+wait for its result.
+
+The portal (:func:`anyio.from_thread.start_blocking_portal`, asyncio backend) starts on
+first use, so a session that never ticks and starts no background work has no thread.
+:meth:`BackgroundRunner.close` cancels what still runs on the loop, ends the loop (tasks
+started outside the portal, such as MCP connection tasks, are cancelled then too) and
+joins its thread.
+
+Must not import the rest of :mod:`dagctx.session`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from dagctx.errors import DagctxError
+
+T = TypeVar("T")
+
+
+async def _await(coro: Coroutine[Any, Any, T]) -> T:
+    return await coro
+
+
+class BackgroundRunner:
+    """An asyncio event loop on its own thread (anyio's blocking portal), started on first
+    use and stopped for good by :meth:`close`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
+        self._portal: BlockingPortal | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    @property
+    def started(self) -> bool:
+        """Whether the loop is running (it starts on first use)."""
+        return self._portal is not None
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The loop's thread while it runs, else None."""
+        return self._thread
+
+    def in_loop_thread(self) -> bool:
+        """Whether the caller runs on the loop's own thread."""
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def _running_portal(self) -> BlockingPortal:
+        with self._lock:
+            if self._closed:
+                raise DagctxError("the session is closed: its background loop has stopped")
+            if self._portal is None:
+                portal_cm = start_blocking_portal("asyncio")
+                portal = portal_cm.__enter__()
+                self._thread = portal.call(threading.current_thread)
+                self._portal_cm, self._portal = portal_cm, portal
+            return self._portal
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the loop (starting it if needed); return a thread-safe future
+        of its result. Cancelling the future cancels the task.
+
+        Raises:
+            DagctxError: the runner is closed (``coro`` is closed unrun).
+        """
+        try:
+            portal = self._running_portal()
+        except DagctxError:
+            coro.close()
+            raise
+        if self.in_loop_thread():  # the portal only takes calls from other threads
+            return asyncio.run_coroutine_threadsafe(coro, asyncio.get_running_loop())
+        return portal.start_task_soon(_await, coro)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait (at most ``timeout`` seconds) for its result.
+
+        Raises:
+            DagctxError: called from the loop's own thread (it would deadlock), or the
+                runner is closed.
+            TimeoutError: no result within ``timeout`` (the task is cancelled).
+        """
+        if self.in_loop_thread():
+            coro.close()
+            raise DagctxError("a blocking session call was made inside the session's loop;"
+                              " use the async twin (e.g. `await session.atick()`)")  # fmt: skip
+        future = self.submit(coro)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
+
+    def call_soon(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` on the loop's thread without waiting for it (at once when the
+        caller is on that thread); nothing happens if the loop is not running."""
+        portal = self._portal
+        if portal is None:
+            return
+        if self.in_loop_thread():
+            callback()
+            return
+        with contextlib.suppress(RuntimeError):  # the portal stopped in between
+            portal.start_task_soon(callback)
+
+    def close(self) -> None:
+        """Cancel the tasks still running, end the loop and join its thread; later calls
+        to :meth:`submit` or :meth:`run` raise. Idempotent.
+
+        Called from a task on the loop itself, it stops the portal without cancelling
+        that task and cannot join its own thread: the loop ends when the task returns.
+        """
+        with self._lock:
+            self._closed = True
+            portal_cm, portal, thread = self._portal_cm, self._portal, self._thread
+            self._portal_cm = self._portal = self._thread = None
+        if portal_cm is None or portal is None:
+            return
+        if thread is threading.current_thread():
+            stopping = asyncio.get_running_loop().create_task(portal.stop())
+            _STOPPING.add(stopping)
+            stopping.add_done_callback(_STOPPING.discard)
+            return
+        portal.call(portal.stop, True)  # cancel_remaining: cancel what still runs
+        portal_cm.__exit__(None, None, None)  # ends the loop and joins the thread
+
+
+#: Tasks stopping a portal from its own loop, kept referenced until they finish.
+_STOPPING: set[asyncio.Task[None]] = set()
