@@ -51,7 +51,6 @@ from dagctx.nodes.markdown import MarkdownNode, MarkdownSectionNode
 from dagctx.nodes.mcp import MCPServerNode, MCPToolNode, ToolSpec
 from dagctx.tokens import get_encoding
 from dagctx.tools import Tool, get_context_tools, get_graph_tools
-from dagctx.tools.validation import validate_arguments
 
 HUGE = 100 * 2**20
 
@@ -742,7 +741,7 @@ class TestFuzzToolArguments:
         else:
             names = st.sampled_from([*properties, "bogus"])
             kwargs = data.draw(st.dictionaries(names, ARGUMENT_VALUES, max_size=4))
-        problem = validate_arguments(tool.name, tool.parameters, kwargs)
+        problem = tool.check_arguments(kwargs)
         event(f"{tool.name}: {'valid' if problem is None else 'invalid'} arguments")
         assert problem is None or problem.startswith(f"Invalid arguments for {tool.name}: ")
         if tool.name == "run_shell":

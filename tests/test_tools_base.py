@@ -162,3 +162,20 @@ class TestExecute:
         tool = Tool(bump)
         assert repr(tool) == "<Tool bump (unbound)>"
         assert repr(tool.bind(Counter())) == "<Tool bump (bound)>"
+
+
+def scale(ctx: Counter, factor: float) -> str:
+    """Report the type of the factor it received."""
+    return type(factor).__name__
+
+
+class TestCheckArguments:
+    def test_is_the_message_execute_returns(self) -> None:
+        tool = Tool(bump).bind(Counter())
+        message = tool.check_arguments({"by": "2", "colour": 1})
+        assert message is not None
+        assert asyncio.run(tool.execute(by="2", colour=1)) == message
+        assert tool.check_arguments({"by": 2}) is None
+
+    def test_arguments_reach_the_function_unconverted(self) -> None:
+        assert asyncio.run(Tool(scale).bind(Counter()).execute(factor=2)) == "int"

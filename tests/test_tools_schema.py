@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
+import json
+import warnings
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Literal, Optional
 
 import jsonschema
@@ -10,8 +15,31 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagctx.errors import ToolError
-from dagctx.tools.schema import function_schema, parse_docstring, type_schema
+from dagctx.tools import Tool, get_context_tools, get_graph_tools
+from dagctx.tools.schema import FunctionSchema, function_schema, parse_docstring
 from dagctx.tools.validation import describe_schema, validate_arguments
+
+
+def _one_parameter(annotation: Any, name: str = "x") -> FunctionSchema:
+    """The schema of a tool taking one required parameter `name` annotated `annotation`."""
+
+    def tool(**kwargs: Any) -> str:
+        return ""
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    tool.__signature__ = inspect.Signature([inspect.Parameter(name, kind)])  # type: ignore[attr-defined]
+    tool.__annotations__ = {name: annotation}
+    return function_schema(tool)
+
+
+def type_schema(annotation: Any, name: str = "x") -> dict[str, Any]:
+    """The published schema of a parameter annotated `annotation`."""
+    schema: dict[str, Any] = _one_parameter(annotation, name).parameters["properties"][name]
+    return schema
+
+
+class Opaque:
+    """A class pydantic has no schema for."""
 
 
 def documented(
@@ -83,7 +111,8 @@ class TestTypeSchema:
 
 class TestFunctionSchema:
     def test_full_signature(self) -> None:
-        description, params = function_schema(documented, exclude={"ctx"})
+        schema = function_schema(documented, exclude={"ctx"})
+        description, params = schema.description, schema.parameters
         assert description == "Do something useful.\n\nA second paragraph spread over two lines."
         assert list(params["properties"]) == [
             "path",
@@ -110,7 +139,7 @@ class TestFunctionSchema:
         assert props["legacy"]["type"] == ["integer", "null"]
 
     def test_excluded_parameter_is_absent_everywhere(self) -> None:
-        _, params = function_schema(documented, exclude={"ctx"})
+        params = function_schema(documented, exclude={"ctx"}).parameters
         assert "ctx" not in params["properties"] and "ctx" not in params["required"]
 
     def test_excluded_annotation_need_not_resolve(self) -> None:
@@ -118,11 +147,11 @@ class TestFunctionSchema:
             """T."""
             return ""
 
-        _, params = function_schema(tool, exclude={"session"})
+        params = function_schema(tool, exclude={"session"}).parameters
         assert params["properties"] == {"n": {"type": "integer"}}
 
     def test_schema_is_valid_json_schema(self) -> None:
-        _, params = function_schema(documented, exclude={"ctx"})
+        params = function_schema(documented, exclude={"ctx"}).parameters
         jsonschema.Draft202012Validator.check_schema(params)
 
     def test_var_args_are_refused(self) -> None:
@@ -145,7 +174,7 @@ class TestFunctionSchema:
         def tool(ctx: object, x: Any = marker) -> str:
             return ""
 
-        _, params = function_schema(tool, exclude={"ctx"})
+        params = function_schema(tool, exclude={"ctx"}).parameters
         assert params["properties"]["x"] == {} and params["required"] == []
 
 
@@ -160,10 +189,10 @@ class TestParseDocstring:
 
 
 class TestValidation:
-    params = function_schema(documented, exclude={"ctx"})[1]
+    schema = function_schema(documented, exclude={"ctx"})
 
     def check(self, **arguments: Any) -> str | None:
-        return validate_arguments("documented", self.params, arguments)
+        return validate_arguments("documented", self.schema, arguments)
 
     def test_valid_arguments_pass(self) -> None:
         assert self.check(path="a", count=2, tags=["x"], options={"k": 1}, mode="slow") is None
@@ -206,6 +235,65 @@ class TestValidation:
             "an array of strings"
         )
         assert describe_schema({"type": ["integer", "null"]}) == "an integer or null"
+
+
+class TestPydanticModel:
+    """What the pydantic model behind a tool must add to pydantic's own behaviour."""
+
+    @pytest.mark.parametrize(
+        ("annotation", "value"),
+        [
+            (Literal[0], False),
+            (Literal[1, 2], True),
+            (list[Literal[1]], [True]),
+            (dict[str, Literal[0, 1]] | None, {"k": False}),
+            (Literal[True], 1),
+            (Literal["a", 1], True),
+        ],
+    )
+    def test_number_literals_refuse_booleans_and_back(self, annotation: Any, value: Any) -> None:
+        message = validate_arguments("t", _one_parameter(annotation), {"x": value})
+        assert message is not None and "must be" in message
+        assert not jsonschema.Draft202012Validator(
+            {"properties": {"x": type_schema(annotation)}}
+        ).is_valid({"x": value})
+
+    @pytest.mark.parametrize(
+        ("annotation", "value"), [(Literal[1, 2], 2), (Literal[True], True), (Literal[0], 0.0)]
+    )
+    def test_number_literals_accept_their_values(self, annotation: Any, value: Any) -> None:
+        assert validate_arguments("t", _one_parameter(annotation), {"x": value}) is None
+
+    @pytest.mark.parametrize("name", ["json", "copy", "model_config", "model_dump", "_private"])
+    def test_any_parameter_name_works(self, name: str) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            schema = _one_parameter(int, name)
+        assert list(schema.parameters["properties"]) == [name]
+        assert validate_arguments("t", schema, {name: 3}) is None
+        assert f"argument '{name}' must be an integer" in (
+            validate_arguments("t", schema, {name: "3"}) or ""
+        )
+
+    @pytest.mark.parametrize("annotation", [Opaque, datetime, Callable[[int], str]])
+    def test_types_pydantic_cannot_publish_are_refused(self, annotation: Any) -> None:
+        with pytest.raises(ToolError, match="no JSON Schema"):
+            _one_parameter(annotation)
+
+    def test_each_call_returns_its_own_parameters(self) -> None:
+        first = function_schema(documented, exclude={"ctx"})
+        first.parameters["properties"].clear()
+        second = function_schema(documented, exclude={"ctx"})
+        assert "path" in second.parameters["properties"]
+        assert second.arguments is first.arguments
+
+    @pytest.mark.parametrize(
+        "tool", [*get_context_tools(), *get_graph_tools()], ids=lambda t: t.name
+    )
+    def test_every_tool_publishes_valid_json_schema_without_titles(self, tool: Tool[Any]) -> None:
+        jsonschema.Draft202012Validator.check_schema(tool.parameters)
+        assert '"title":' not in json.dumps(tool.parameters)
+        assert tool.parameters["additionalProperties"] is False
 
 
 # ---------------------------------------------------------------- properties
@@ -263,7 +351,7 @@ class TestSchemaProperties:
     @given(_annotations, _json)
     def test_validator_agrees_with_jsonschema(self, annotation: Any, value: Any) -> None:
         schema = {"type": "object", "properties": {"x": type_schema(annotation)}}
-        ours = validate_arguments("t", schema, {"x": value}) is None
+        ours = validate_arguments("t", _one_parameter(annotation), {"x": value}) is None
         theirs = jsonschema.Draft202012Validator(schema).is_valid({"x": value})
         assert ours == theirs
 
@@ -271,5 +359,4 @@ class TestSchemaProperties:
     @given(st.data(), _annotations)
     def test_conforming_values_are_accepted(self, data: st.DataObject, annotation: Any) -> None:
         value = data.draw(_values_of(annotation))
-        schema = {"type": "object", "properties": {"x": type_schema(annotation)}}
-        assert validate_arguments("t", schema, {"x": value}) is None
+        assert validate_arguments("t", _one_parameter(annotation), {"x": value}) is None

@@ -3,7 +3,8 @@
 A tool wraps a plain (sync or async) function whose first parameter receives the object
 the tool acts on — a `Context` for the context tools, a `Session` for the graph tools.
 That parameter (``ctx`` by default, see `Tool.target_parameter`) never appears in the
-schema; the remaining parameters become the schema via `dagctx.tools.schema`.
+schema; the remaining parameters become a pydantic model, which gives both the schema and
+the argument validation (`dagctx.tools.schema`, `dagctx.tools.validation`).
 
 Two kinds of failure are kept apart:
 
@@ -23,7 +24,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from dagctx.context import Context
 from dagctx.errors import ToolError
-from dagctx.tools.schema import JsonSchema, function_schema
+from dagctx.tools.schema import FunctionSchema, JsonSchema, function_schema
 from dagctx.tools.validation import validate_arguments
 
 __all__ = ["ContextTool", "Tool", "ToolFunction"]
@@ -58,10 +59,10 @@ class Tool(Generic[T]):
                 f"tool function {fn.__name__} must take {self.target_parameter!r} as its "
                 f"first parameter, got ({', '.join(params)})"
             )
-        summary, parameters = function_schema(fn, exclude={self.target_parameter})
+        self._schema: FunctionSchema = function_schema(fn, exclude={self.target_parameter})
         self.name: str = name or fn.__name__
-        self.description: str = description if description is not None else summary
-        self.parameters: JsonSchema = parameters
+        self.description: str = description if description is not None else self._schema.description
+        self.parameters: JsonSchema = self._schema.parameters
         self._fn = fn
         self._target: T | None = None
 
@@ -108,6 +109,14 @@ class Tool(Generic[T]):
             },
         }
 
+    def check_arguments(self, arguments: dict[str, Any]) -> str | None:
+        """The message `execute` would return instead of running for `arguments`, or ``None``.
+
+        Checks names and types only (missing, unknown, wrong type); what the tool itself
+        refuses (an index out of range) is up to the tool.
+        """
+        return validate_arguments(self.name, self._schema, arguments)
+
     async def execute(self, **kwargs: Any) -> str:
         """Validate `kwargs` against the schema and run the tool on its target.
 
@@ -123,7 +132,7 @@ class Tool(Generic[T]):
                 f"tool {self.name!r} is not bound; call tool.bind({self.target_parameter}) "
                 "before execute()"
             )
-        problem = validate_arguments(self.name, self.parameters, kwargs)
+        problem = self.check_arguments(kwargs)
         if problem is not None:
             return problem
         result = self._fn(self._target, **kwargs)

@@ -1,37 +1,59 @@
-"""JSON Schema for a tool, generated from its function's signature and docstring.
+"""A tool's JSON Schema and argument validator, both from one pydantic model of its signature.
 
-The generator understands ``str``, ``int``, ``float``, ``bool``, ``list[X]``, ``dict``,
-``dict[str, X]``, ``X | None`` / ``Optional[X]``, other unions, ``Literal[...]`` and
-``Any``. A parameter is required exactly when it has no default. Descriptions come from
-the Google-style docstring: its summary describes the tool and its ``Args:`` section
-describes each parameter.
+`function_schema` turns every parameter of a tool function (except the bound object, e.g.
+``ctx``) into a field of a pydantic model that validates strictly and forbids unknown
+arguments: ``"5"`` is not an ``int``, ``True`` is not an ``int`` and ``1`` is not
+``Literal[True]`` (as in JSON, although Python's ``bool`` subclasses ``int``); an ``int``
+is a valid ``float``. A parameter is required exactly when it has no default.
 
-Any other annotation raises `ToolError` when the tool is defined, never when a model calls
-it. The same schema feeds the OpenAI function format, argument validation
-(`dagctx.tools.validation`) and the MCP server.
+The published schema is that model's JSON Schema in the OpenAI function shape: no
+``title``, ``required`` always present, ``additionalProperties: false``, a union of plain
+types as a list of types (``{"type": ["integer", "null"]}``), a one-value ``Literal`` as a
+one-value ``enum``, defaults that are plain JSON values as ``"default"``. Descriptions
+come from the Google-style docstring — its summary describes the tool and its ``Args:``
+section each parameter; pydantic does not read docstrings, so `parse_docstring` does.
+
+Supported annotations are ``str``, ``int``, ``float``, ``bool``, ``list[X]``, ``dict``,
+``dict[str, X]``, ``X | None`` / ``Optional[X]``, other unions, ``Literal[...]`` of
+strings, numbers and booleans, and ``Any``: the schema vocabulary ``type``, ``items``,
+``additionalProperties``, ``enum`` and ``anyOf`` that `dagctx.tools.validation` describes
+to a model. Anything else raises `ToolError` when the tool is defined, never when a model
+calls it. The schema feeds the OpenAI function format and the MCP server.
+
+Imports only `dagctx.errors` from dagctx; nothing here knows about contexts or sessions.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import re
 import types
 import typing
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Any
+
+import pydantic
+from pydantic_core import PydanticCustomError
 
 from dagctx.errors import ToolError
 
-__all__ = ["Docstring", "function_schema", "parse_docstring", "type_schema"]
+__all__ = ["Docstring", "FunctionSchema", "function_schema", "parse_docstring"]
 
 JsonSchema = dict[str, Any]
 
-_SIMPLE: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _SECTION = re.compile(
     r"^(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?):\s*$"
 )
 _ARG_LINE = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+# The keywords a published value schema may use, in the order they are written out.
+_KEYWORDS = ("type", "items", "additionalProperties", "enum", "anyOf", "description", "default")
+_JSON_TYPES = frozenset({"string", "integer", "number", "boolean", "array", "object", "null"})
+_SUPPORTED = "use str, int, float, bool, list[X], dict[str, X], Literal[...], X | None or Any"
+_CONFIG = pydantic.ConfigDict(strict=True, extra="forbid")
+_CACHED = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +62,22 @@ class Docstring:
 
     summary: str
     args: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSchema:
+    """What a tool function shows a model, and the validator for what the model sends.
+
+    Attributes:
+        description: The docstring's summary.
+        parameters: The object schema of the arguments (OpenAI function ``parameters``).
+        arguments: Validates a dict of arguments against the pydantic model behind
+            `parameters`; `dagctx.tools.validation` turns its errors into sentences.
+    """
+
+    description: str
+    parameters: JsonSchema
+    arguments: pydantic.TypeAdapter[pydantic.BaseModel]
 
 
 def parse_docstring(doc: str | None) -> Docstring:
@@ -75,81 +113,30 @@ def parse_docstring(doc: str | None) -> Docstring:
     return Docstring(text, args)
 
 
-def type_schema(annotation: Any, where: str = "parameter") -> JsonSchema:
-    """The JSON Schema for one Python annotation.
+def function_schema(fn: Callable[..., Any], *, exclude: Collection[str] = ()) -> FunctionSchema:
+    """The description, the parameters schema and the argument validator of `fn`.
 
-    Raises:
-        ToolError: The annotation has no JSON Schema equivalent here; `where` names the
-            parameter in the message.
-    """
-    if annotation is Any:
-        return {}
-    if annotation in _SIMPLE:
-        return {"type": _SIMPLE[annotation]}
-    if annotation is type(None):
-        return {"type": "null"}
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if annotation is list or origin is list:
-        schema: JsonSchema = {"type": "array"}
-        if args:
-            schema["items"] = type_schema(args[0], where)
-        return schema
-    if annotation is dict or origin is dict:
-        if args and args[0] is not str:
-            raise ToolError(f"{where}: JSON object keys are strings, got {annotation!r}")
-        schema = {"type": "object"}
-        if args:
-            schema["additionalProperties"] = type_schema(args[1], where)
-        return schema
-    if origin is typing.Literal:
-        return _literal_schema(args, where)
-    if origin is typing.Union or origin is types.UnionType:
-        return _union_schema([type_schema(arg, where) for arg in args])
-    raise ToolError(
-        f"{where}: annotation {annotation!r} has no JSON Schema; use str, int, float, bool, "
-        "list[X], dict[str, X], Literal[...], X | None or Any"
-    )
-
-
-def _literal_schema(values: tuple[Any, ...], where: str) -> JsonSchema:
-    kinds = {_SIMPLE.get(type(v)) for v in values}
-    if None in kinds:
-        raise ToolError(f"{where}: Literal values must be str, int, float or bool: {values!r}")
-    schema: JsonSchema = {"enum": list(values)}
-    if len(kinds) == 1:
-        schema["type"] = kinds.pop()
-    return schema
-
-
-def _union_schema(members: list[JsonSchema]) -> JsonSchema:
-    if any(not m for m in members):  # Any absorbs the rest
-        return {}
-    if all(set(m) == {"type"} for m in members):
-        return {"type": [m["type"] for m in members]}
-    return {"anyOf": members}
-
-
-def function_schema(
-    fn: Callable[..., Any], *, exclude: Collection[str] = ()
-) -> tuple[str, JsonSchema]:
-    """The description and the parameters schema of `fn`.
-
-    Parameters named in `exclude` (the bound object, e.g. ``ctx``) are left out. Defaults
-    that are plain JSON values are recorded as ``"default"``. The result is an object
-    schema with ``required`` (parameters without a default, in signature order) and
-    ``additionalProperties: false``.
+    Parameters named in `exclude` (the bound object, e.g. ``ctx``) are left out; their
+    annotations are never evaluated, so they may name types imported under
+    ``TYPE_CHECKING`` only. Building the pydantic model takes about a millisecond, so
+    the result for the last `_CACHED` functions is kept (a function's signature and
+    docstring are read once); each call returns its own copy of ``parameters``.
 
     Raises:
         ToolError: A parameter is ``*args`` / ``**kwargs``, lacks an annotation, or has
-            one `type_schema` cannot express.
+            one outside the supported vocabulary.
     """
+    built = _build(fn, frozenset(exclude))
+    return replace(built, parameters=copy.deepcopy(built.parameters))
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _build(fn: Callable[..., Any], exclude: frozenset[str]) -> FunctionSchema:
     name = getattr(fn, "__name__", repr(fn))
     doc = parse_docstring(inspect.getdoc(fn))
     hints = _annotations(fn, exclude)
-    properties: dict[str, JsonSchema] = {}
-    required: list[str] = []
-    for param in inspect.signature(fn).parameters.values():
+    fields: dict[str, Any] = {}
+    for position, param in enumerate(inspect.signature(fn).parameters.values()):
         if param.name in exclude:
             continue
         where = f"parameter {param.name!r} of {name}"
@@ -157,21 +144,101 @@ def function_schema(
             raise ToolError(f"{where}: *args and **kwargs cannot be described to a model")
         if param.name not in hints:
             raise ToolError(f"{where} has no type annotation")
-        schema = type_schema(hints[param.name], where)
-        if param.name in doc.args:
-            schema["description"] = doc.args[param.name]
-        if param.default is param.empty:
-            required.append(param.name)
-        elif _is_json_value(param.default):
-            schema["default"] = param.default
-        properties[param.name] = schema
+        default: dict[str, Any] = {}
+        if param.default is not param.empty:
+            # A default the schema cannot show still makes the argument optional.
+            key = "default" if _is_json_value(param.default) else "default_factory"
+            default[key] = param.default if key == "default" else lambda d=param.default: d
+        # Field names are positional so a parameter may be called anything (``json``,
+        # ``model_x``, ``_x``); the alias is the name the model sees and sends.
+        info = pydantic.Field(alias=param.name, description=doc.args.get(param.name), **default)
+        fields[f"p{position}"] = (_json_annotation(hints[param.name], where), info)
+    try:
+        model = pydantic.create_model(f"{name}_arguments", __config__=_CONFIG, **fields)
+        raw = model.model_json_schema()
+    except pydantic.PydanticUserError as exc:
+        reason = str(exc).splitlines()[0]
+        raise ToolError(
+            f"the parameters of {name} have no JSON Schema ({reason}); {_SUPPORTED}"
+        ) from exc
+    properties = {
+        pname: _published(schema, f"parameter {pname!r} of {name}: {hints[pname]!r}")
+        for pname, schema in raw["properties"].items()
+    }
     parameters: JsonSchema = {
         "type": "object",
         "properties": properties,
-        "required": required,
+        "required": raw.get("required", []),
         "additionalProperties": False,
     }
-    return doc.summary, parameters
+    return FunctionSchema(doc.summary, parameters, pydantic.TypeAdapter(model))
+
+
+def _published(schema: JsonSchema, where: str) -> JsonSchema:
+    """pydantic's schema of one value, in the vocabulary dagctx publishes.
+
+    Raises:
+        ToolError: The schema needs a keyword or type outside that vocabulary.
+    """
+    schema = {k: v for k, v in schema.items() if k != "title"}
+    if "const" in schema:
+        schema["enum"] = [schema.pop("const")]
+    for key in ("items", "additionalProperties"):
+        inner = schema.pop(key, True)
+        if isinstance(inner, dict) and inner:
+            inner = _published(inner, where)
+        if isinstance(inner, dict) and inner:  # {} / true: any value, nothing to say
+            schema[key] = inner
+    if "anyOf" in schema:
+        members = [_published(m, where) for m in schema.pop("anyOf")]
+        plain = all(set(m) == {"type"} and isinstance(m["type"], str) for m in members)
+        if all(members):  # an empty member (Any) absorbs the rest
+            schema.update({"type": [m["type"] for m in members]} if plain else {"anyOf": members})
+    unknown = set(schema) - set(_KEYWORDS)
+    kinds = schema.get("type", [])
+    if unknown or not _JSON_TYPES.issuperset(kinds if isinstance(kinds, list) else [kinds]):
+        raise ToolError(f"{where} has no JSON Schema here; {_SUPPORTED}")
+    return {key: schema[key] for key in _KEYWORDS if key in schema}
+
+
+def _json_annotation(annotation: Any, where: str) -> Any:
+    """`annotation` as pydantic should validate it for JSON arguments.
+
+    A ``Literal`` of numbers or booleans refuses the other kind before pydantic's own
+    check, which lets ``True`` match ``Literal[1]`` (JSON does not); unions, lists and
+    dicts are rebuilt around their rewritten arguments.
+
+    Raises:
+        ToolError: A dict with non-string keys, or a Literal of other values.
+    """
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Literal:
+        if not all(isinstance(v, str | int | float) for v in args):
+            raise ToolError(f"{where}: Literal values must be str, int, float or bool: {args!r}")
+        if any(isinstance(v, int | float) for v in args):
+            check = pydantic.BeforeValidator(functools.partial(_same_json_number, args))
+            return Annotated[annotation, check]
+        return annotation
+    if origin is dict and args and args[0] is not str:
+        raise ToolError(f"{where}: JSON object keys are strings, got {annotation!r}")
+    if origin is None or not args:
+        return annotation
+    rewritten = tuple(_json_annotation(arg, where) for arg in args)
+    if rewritten == args:
+        return annotation
+    if origin is typing.Union or origin is types.UnionType:
+        return typing.Union[rewritten]  # noqa: UP007 -- built from a tuple at runtime
+    return origin[rewritten]
+
+
+def _same_json_number(options: tuple[Any, ...], value: Any) -> Any:
+    """`value`, unless it is a number or boolean equal only to an option of the other kind."""
+    if isinstance(value, int | float) and not any(
+        value == o and isinstance(value, bool) == isinstance(o, bool) for o in options
+    ):
+        raise PydanticCustomError("literal_error", "Input should be one of the Literal values")
+    return value
 
 
 def _annotations(fn: Callable[..., Any], exclude: Collection[str]) -> dict[str, Any]:

@@ -1,17 +1,25 @@
-"""Check a model's tool arguments against the schema `dagctx.tools.schema` generates.
+"""Check a model's tool arguments with pydantic and say what is wrong in sentences.
 
-The checker covers exactly the schema vocabulary the generator emits (``type`` — one or
-several —, ``items``, ``additionalProperties``, ``enum``, ``anyOf``, ``required``) and
-returns problems as sentences a model can act on: which argument, what was expected, what
-arrived. It never raises on bad input and never converts values (``"5"`` is not an
-integer; ``True`` is not an integer either, although ``bool`` subclasses ``int`` in Python).
+`validate_arguments` runs the pydantic model `dagctx.tools.schema` built for the tool
+(strict: nothing is converted, ``"5"`` is not an integer and ``true`` is not one either)
+and turns its `pydantic.ValidationError` into one message a model can act on: which
+argument, what was expected (described from the published schema, so the words match
+what the model was shown), what arrived. Every problem is listed — missing and unknown
+arguments and one problem per wrong argument, its innermost bad item located as
+``argument 'tags'[1]`` or ``argument 'options'['k']``. Nothing here raises on bad input.
+
+Imports only `dagctx.tools.schema` from dagctx.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import pydantic
+
+from dagctx.tools.schema import FunctionSchema
 
 __all__ = ["describe_schema", "validate_arguments"]
 
@@ -25,33 +33,23 @@ _ARTICLE_TYPE = {
     "null": "null",
 }
 _SHOWN_VALUE_LENGTH = 60
+# pydantic's location of an item: list indices and dict keys, union member tags.
+Location = tuple[int | str, ...]
 
 
 def validate_arguments(
-    tool_name: str, parameters: Mapping[str, Any], arguments: Mapping[str, Any]
+    tool_name: str, schema: FunctionSchema, arguments: dict[str, Any]
 ) -> str | None:
     """Return a message listing what is wrong with `arguments`, or ``None`` if they fit.
 
-    `parameters` is an object schema as produced by `function_schema`.
+    `schema` is what `function_schema` built for the tool; `arguments` are not changed.
     """
-    properties: Mapping[str, Any] = parameters.get("properties", {})
-    problems: list[str] = []
-    for name in parameters.get("required", ()):
-        if name not in arguments:
-            problems.append(
-                f"missing required argument '{name}' ({describe_schema(properties[name])})"
-            )
-    for name, value in arguments.items():
-        if name not in properties:
-            known = ", ".join(f"'{p}'" for p in properties) or "none"
-            problems.append(f"unknown argument '{name}' (accepted arguments: {known})")
-            continue
-        problem = _check(value, properties[name], f"argument '{name}'")
-        if problem:
-            problems.append(problem)
-    if not problems:
-        return None
-    return f"Invalid arguments for {tool_name}: " + "; ".join(problems) + "."
+    try:
+        schema.arguments.validate_python(arguments)
+    except pydantic.ValidationError as exc:
+        errors = exc.errors(include_url=False, include_context=False, include_input=False)
+        return _message(tool_name, schema.parameters, arguments, errors)
+    return None
 
 
 def describe_schema(schema: Mapping[str, Any]) -> str:
@@ -70,6 +68,69 @@ def describe_schema(schema: Mapping[str, Any]) -> str:
     return _ARTICLE_TYPE[kind]
 
 
+def _message(
+    tool_name: str,
+    parameters: Mapping[str, Any],
+    arguments: Mapping[str, Any],
+    errors: Sequence[Any],
+) -> str:
+    """Missing arguments in the schema's order, then one problem per bad argument given."""
+    properties: Mapping[str, Any] = parameters["properties"]
+    failed: dict[str, list[Location]] = {}
+    for error in errors:
+        name, *rest = error["loc"]
+        failed.setdefault(str(name), []).append(tuple(rest))
+    problems = [
+        f"missing required argument '{name}' ({describe_schema(properties[name])})"
+        for name in parameters["required"]
+        if name in failed and name not in arguments
+    ]
+    for name, value in arguments.items():
+        if name not in failed:
+            continue
+        if name not in properties:
+            known = ", ".join(f"'{p}'" for p in properties) or "none"
+            problems.append(f"unknown argument '{name}' (accepted arguments: {known})")
+        else:
+            problems.append(_explain(value, properties[name], failed[name], f"argument '{name}'"))
+    return f"Invalid arguments for {tool_name}: " + "; ".join(problems) + "."
+
+
+def _explain(
+    value: Any, schema: Mapping[str, Any], where_failed: list[Location], where: str
+) -> str:
+    """The problem with `value`, given where inside it pydantic found errors.
+
+    In a union the member of the value's own kind (an array for ``list[str] | None``)
+    says more than "must be an array of strings or null", so the problem inside it is
+    reported; when no single member has the value's kind, the union's.
+    """
+    if "anyOf" in schema:
+        members: list[Mapping[str, Any]] = schema["anyOf"]
+        same_kind = [m for m in members if _has_type(value, m.get("type"))]
+        if len(same_kind) != 1:
+            return _mismatch(value, schema, where)
+        if sum(m != {"type": "null"} for m in members) > 1:
+            # A real union: each location starts with the member's tag. The other members
+            # have another kind and fail at their top, so deeper errors are this member's.
+            where_failed = [loc[1:] for loc in where_failed if len(loc) > 1]
+            if not where_failed:
+                return _mismatch(value, same_kind[0], where)
+        return _explain(value, same_kind[0], where_failed, where)
+    first = where_failed[0] if where_failed and where_failed[0] else None
+    if first is None or not isinstance(value, list | dict):
+        return _mismatch(value, schema, where)
+    step = first[0]
+    if isinstance(value, list) and isinstance(step, int) and "items" in schema:
+        inner = [loc[1:] for loc in where_failed if loc[:1] == (step,)]
+        return _explain(value[step], schema["items"], inner, f"{where}[{step}]")
+    extra = schema.get("additionalProperties")
+    if isinstance(value, dict) and step in value and first[1:2] != ("[key]",) and extra:
+        inner = [loc[1:] for loc in where_failed if loc[:1] == (step,)]
+        return _explain(value[step], extra, inner, f"{where}[{step!r}]")
+    return _mismatch(value, schema, where)
+
+
 def _plural(description: str) -> str:
     for article in ("an ", "a "):
         if description.startswith(article) and " or " not in description:
@@ -77,43 +138,7 @@ def _plural(description: str) -> str:
     return f"items that are {description}"
 
 
-def _check(value: Any, schema: Mapping[str, Any], where: str) -> str | None:
-    if "anyOf" in schema:
-        problems = [_check(value, member, where) for member in schema["anyOf"]]
-        if None in problems:
-            return None
-        # When the value's kind picks one member (an array for list[str] | None), the
-        # problem inside it says more than "must be an array of strings or null".
-        same_kind = [
-            problem
-            for member, problem in zip(schema["anyOf"], problems, strict=True)
-            if isinstance(member.get("type"), str) and _has_type(value, member["type"])
-        ]
-        return same_kind[0] if len(same_kind) == 1 else _mismatch(value, schema, where)
-    if "enum" in schema:
-        if any(_same_json(value, option) for option in schema["enum"]):
-            return None
-        return _mismatch(value, schema, where)
-    kind = schema.get("type")
-    if kind is None:
-        return None
-    kinds = kind if isinstance(kind, list) else [kind]
-    if not any(_has_type(value, k) for k in kinds):
-        return _mismatch(value, schema, where)
-    if isinstance(value, list) and "items" in schema:
-        for index, item in enumerate(value):
-            problem = _check(item, schema["items"], f"{where}[{index}]")
-            if problem:
-                return problem
-    if isinstance(value, dict) and isinstance(schema.get("additionalProperties"), dict):
-        for key, item in value.items():
-            problem = _check(item, schema["additionalProperties"], f"{where}[{key!r}]")
-            if problem:
-                return problem
-    return None
-
-
-def _has_type(value: Any, kind: str) -> bool:
+def _has_type(value: Any, kind: Any) -> bool:
     if kind == "string":
         return isinstance(value, str)
     if kind == "boolean":
@@ -127,11 +152,6 @@ def _has_type(value: Any, kind: str) -> bool:
     if kind == "object":
         return isinstance(value, dict) and all(isinstance(k, str) for k in value)
     return kind == "null" and value is None
-
-
-def _same_json(value: Any, option: Any) -> bool:
-    # 1 == True in Python, but not in JSON.
-    return bool(value == option and isinstance(value, bool) == isinstance(option, bool))
 
 
 def _mismatch(value: Any, schema: Mapping[str, Any], where: str) -> str:
