@@ -61,8 +61,9 @@ class TestBinding:
         assert tool.target is counter
 
     def test_unbound_execute_raises_tool_error(self) -> None:
-        with pytest.raises(ToolError, match=r"'bump' is not bound.*bind\(ctx\)"):
+        with pytest.raises(ToolError, match=r"'bump' is not bound.*bind\(ctx\)") as caught:
             asyncio.run(Tool(bump).execute(by=1))
+        assert caught.value.tool == "bump"
         assert issubclass(ToolError, DagctxError)
 
     def test_rebinding_switches_target(self) -> None:

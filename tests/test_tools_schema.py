@@ -280,6 +280,11 @@ class TestPydanticModel:
         with pytest.raises(ToolError, match="no JSON Schema"):
             _one_parameter(annotation)
 
+    def test_refusal_carries_the_annotation(self) -> None:
+        with pytest.raises(ToolError) as caught:
+            _one_parameter(set[int])
+        assert caught.value.value == set[int]
+
     def test_each_call_returns_its_own_parameters(self) -> None:
         first = function_schema(documented, exclude={"ctx"})
         first.parameters["properties"].clear()

@@ -57,7 +57,9 @@ class Tool(Generic[T]):
         if not params or params[0] != self.target_parameter:
             raise ToolError(
                 f"tool function {fn.__name__} must take {self.target_parameter!r} as its "
-                f"first parameter, got ({', '.join(params)})"
+                f"first parameter, got ({', '.join(params)})",
+                tool=name or fn.__name__,
+                value=fn,
             )
         self._schema: FunctionSchema = function_schema(fn, exclude={self.target_parameter})
         self.name: str = name or fn.__name__
@@ -88,7 +90,7 @@ class Tool(Generic[T]):
     def check_target(self, target: object) -> None:
         """Raise `ToolError` unless `target` can be bound; subclasses narrow this."""
         if target is None:
-            raise ToolError(f"cannot bind tool {self.name!r} to None")
+            raise ToolError(f"cannot bind tool {self.name!r} to None", tool=self.name)
 
     @property
     def schema(self) -> JsonSchema:
@@ -130,7 +132,8 @@ class Tool(Generic[T]):
         if self._target is None:
             raise ToolError(
                 f"tool {self.name!r} is not bound; call tool.bind({self.target_parameter}) "
-                "before execute()"
+                "before execute()",
+                tool=self.name,
             )
         problem = self.check_arguments(kwargs)
         if problem is not None:
@@ -150,4 +153,8 @@ class ContextTool(Tool[Context]):
         """Raise `ToolError` unless `target` is a `Context`."""
         super().check_target(target)
         if not isinstance(target, Context):
-            raise ToolError(f"tool {self.name!r} binds a Context, got {type(target).__name__}")
+            raise ToolError(
+                f"tool {self.name!r} binds a Context, got {type(target).__name__}",
+                tool=self.name,
+                value=target,
+            )

@@ -141,9 +141,13 @@ def _build(fn: Callable[..., Any], exclude: frozenset[str]) -> FunctionSchema:
             continue
         where = f"parameter {param.name!r} of {name}"
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolError(f"{where}: *args and **kwargs cannot be described to a model")
+            raise ToolError(
+                f"{where}: *args and **kwargs cannot be described to a model",
+                tool=name,
+                value=param,
+            )
         if param.name not in hints:
-            raise ToolError(f"{where} has no type annotation")
+            raise ToolError(f"{where} has no type annotation", tool=name, value=param)
         default: dict[str, Any] = {}
         if param.default is not param.empty:
             # A default the schema cannot show still makes the argument optional.
@@ -159,10 +163,12 @@ def _build(fn: Callable[..., Any], exclude: frozenset[str]) -> FunctionSchema:
     except pydantic.PydanticUserError as exc:
         reason = str(exc).splitlines()[0]
         raise ToolError(
-            f"the parameters of {name} have no JSON Schema ({reason}); {_SUPPORTED}"
+            f"the parameters of {name} have no JSON Schema ({reason}); {_SUPPORTED}",
+            tool=name,
+            value=fn,
         ) from exc
     properties = {
-        pname: _published(schema, f"parameter {pname!r} of {name}: {hints[pname]!r}")
+        pname: _published(schema, hints[pname], f"parameter {pname!r} of {name}: {hints[pname]!r}")
         for pname, schema in raw["properties"].items()
     }
     parameters: JsonSchema = {
@@ -174,7 +180,7 @@ def _build(fn: Callable[..., Any], exclude: frozenset[str]) -> FunctionSchema:
     return FunctionSchema(doc.summary, parameters, pydantic.TypeAdapter(model))
 
 
-def _published(schema: JsonSchema, where: str) -> JsonSchema:
+def _published(schema: JsonSchema, annotation: Any, where: str) -> JsonSchema:
     """pydantic's schema of one value, in the vocabulary dagctx publishes.
 
     Raises:
@@ -186,18 +192,18 @@ def _published(schema: JsonSchema, where: str) -> JsonSchema:
     for key in ("items", "additionalProperties"):
         inner = schema.pop(key, True)
         if isinstance(inner, dict) and inner:
-            inner = _published(inner, where)
+            inner = _published(inner, annotation, where)
         if isinstance(inner, dict) and inner:  # {} / true: any value, nothing to say
             schema[key] = inner
     if "anyOf" in schema:
-        members = [_published(m, where) for m in schema.pop("anyOf")]
+        members = [_published(m, annotation, where) for m in schema.pop("anyOf")]
         plain = all(set(m) == {"type"} and isinstance(m["type"], str) for m in members)
         if all(members):  # an empty member (Any) absorbs the rest
             schema.update({"type": [m["type"] for m in members]} if plain else {"anyOf": members})
     unknown = set(schema) - set(_KEYWORDS)
     kinds = schema.get("type", [])
     if unknown or not _JSON_TYPES.issuperset(kinds if isinstance(kinds, list) else [kinds]):
-        raise ToolError(f"{where} has no JSON Schema here; {_SUPPORTED}")
+        raise ToolError(f"{where} has no JSON Schema here; {_SUPPORTED}", value=annotation)
     return {key: schema[key] for key in _KEYWORDS if key in schema}
 
 
@@ -215,13 +221,18 @@ def _json_annotation(annotation: Any, where: str) -> Any:
     args = typing.get_args(annotation)
     if origin is typing.Literal:
         if not all(isinstance(v, str | int | float) for v in args):
-            raise ToolError(f"{where}: Literal values must be str, int, float or bool: {args!r}")
+            raise ToolError(
+                f"{where}: Literal values must be str, int, float or bool: {args!r}",
+                value=annotation,
+            )
         if any(isinstance(v, int | float) for v in args):
             check = pydantic.BeforeValidator(functools.partial(_same_json_number, args))
             return Annotated[annotation, check]
         return annotation
     if origin is dict and args and args[0] is not str:
-        raise ToolError(f"{where}: JSON object keys are strings, got {annotation!r}")
+        raise ToolError(
+            f"{where}: JSON object keys are strings, got {annotation!r}", value=annotation
+        )
     if origin is None or not args:
         return annotation
     rewritten = tuple(_json_annotation(arg, where) for arg in args)
@@ -257,7 +268,8 @@ def _annotations(fn: Callable[..., Any], exclude: Collection[str]) -> dict[str, 
             except Exception as exc:
                 raise ToolError(
                     f"cannot resolve annotation {annotation!r} of parameter {param!r} "
-                    f"of {getattr(fn, '__name__', fn)}: {exc}"
+                    f"of {getattr(fn, '__name__', fn)}: {exc}",
+                    value=annotation,
                 ) from exc
         hints[param] = annotation
     return hints
