@@ -15,7 +15,8 @@ section each parameter; pydantic does not read docstrings, so `parse_docstring` 
 
 Supported annotations are ``str``, ``int``, ``float``, ``bool``, ``list[X]``, ``dict``,
 ``dict[str, X]``, ``X | None`` / ``Optional[X]``, other unions, ``Literal[...]`` of
-strings, numbers and booleans, and ``Any``: the schema vocabulary ``type``, ``items``,
+strings, numbers and booleans, and ``Any`` (pydantic also publishes ``Sequence[X]`` and
+``Mapping[str, X]`` as an array and an object): the schema vocabulary ``type``, ``items``,
 ``additionalProperties``, ``enum`` and ``anyOf`` that `dagctx.tools.validation` describes
 to a model. Anything else raises `ToolError` when the tool is defined, never when a model
 calls it. The schema feeds the OpenAI function format and the MCP server.
