@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import queue
 import shutil
 import signal
@@ -320,6 +321,55 @@ class TestIgnoreRules:
             (tree / ".gitignore").write_text("")
             await w.until(lambda: bool(w.session.text_nodes("README.md")))
             assert directory_group(w.node("README.md")) == "repo/"
+
+    async def test_a_file_under_a_reincluded_path_appears_one_under_an_ignored_path_not(
+        self, tree: Path
+    ) -> None:
+        (tree / ".gitignore").write_text("*.log\nbuild/\n")
+        (tree / "src" / ".gitignore").write_text("!keep.log\n")
+        async with watching(tree) as w:
+            for rel in ("build/keep.log", "src/other.log", "debug.log"):
+                (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tree / rel).write_text("ignored\n")
+            await asyncio.sleep(SETTLE)
+            (tree / "src" / "keep.log").write_text("kept\n")
+            await w.until(lambda: bool(w.session.text_nodes("src/keep.log")))
+            for rel in ("build/keep.log", "src/other.log", "debug.log"):
+                assert not w.session.text_nodes(rel)
+            assert directory_group(w.node("src/keep.log")) == "src/"
+
+    async def test_a_negation_in_a_nested_gitignore_re_includes_files(self, tree: Path) -> None:
+        (tree / ".gitignore").write_text("*.log\n")
+        (tree / "src" / "debug.log").write_text("log\n")
+        (tree / "src" / "trace.log").write_text("log\n")
+        async with watching(tree) as w:
+            assert not w.session.text_nodes("src/debug.log")
+            (tree / "src" / ".gitignore").write_text("!debug.log\n")
+            await w.until(lambda: bool(w.session.text_nodes("src/debug.log")))
+            assert not w.session.text_nodes("src/trace.log")
+            (tree / "src" / ".gitignore").write_text("")
+            await w.until(lambda: not w.session.text_nodes("src/debug.log"))
+
+    @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+    async def test_a_file_added_to_the_git_index_is_kept_although_ignored(self, tree: Path) -> None:
+        (tree / ".gitignore").write_text("dist/\n")
+        (tree / "dist").mkdir()
+        (tree / "dist" / "app.py").write_text("APP = 1\n")
+        (tree / "dist" / "bundle.js").write_text("bundle\n")
+        env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tree.parent), "PATH": os.environ["PATH"]}
+        subprocess.run(["git", "init", "-q"], cwd=tree, env=env, check=True)
+        async with watching(tree) as w:
+            assert not w.session.text_nodes("dist/app.py")
+            subprocess.run(["git", "add", "-f", "dist/app.py"], cwd=tree, env=env, check=True)
+            await w.until(lambda: bool(w.session.text_nodes("dist/app.py")))
+            assert directory_group(w.node("dist/app.py")) == "dist/"
+            assert not w.session.text_nodes("dist/bundle.js")
+            subprocess.run(
+                ["git", "rm", "-q", "--cached", "dist/app.py"], cwd=tree, env=env, check=True
+            )
+            await w.until(lambda: not w.session.text_nodes("dist/app.py"))
+            titles = {n.title for n in w.session.nodes() if isinstance(n, GroupNode)}
+            assert "dist/" not in titles
 
     async def test_a_new_virtualenv_inside_a_tracked_folder_is_dropped(self, tree: Path) -> None:
         async with watching(tree) as w:

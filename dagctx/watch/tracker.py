@@ -15,11 +15,16 @@ when the batch is planned, so an event only says "look at this path again":
 - a delete and a create with identical content in one batch is a rename: the node keeps
   its id and moves to its new path and directory group;
 - a changed ``.gitignore`` (or a new virtual environment) re-surveys its directory, adding
-  files it no longer ignores and dropping those it now ignores.
+  files it no longer ignores and dropping those it now ignores; a changed
+  ``.git/info/exclude`` re-surveys the tree;
+- a changed git index (when it lies inside the tree) is read again: a file that became
+  tracked although a rule ignores it is taken in, one no longer tracked and ignored is
+  dropped.
 
-Ignored, as by the scan: ``.gitignore`` matches, ``.git``, ``.dagctx``, virtual
-environments, binary files, and the paths passed as ``ignore`` (with their ``.<name>.*.tmp``
-siblings, the temporary files of an atomic write).
+What is taken in is decided by the scan's own :class:`~dagctx.watch.ignore.TreeFilter`
+(git's rules and tracked files, ``.git``, ``.dagctx``, virtual environments, and the paths
+passed as ``ignore`` with their ``.<name>.*.tmp`` siblings, the temporary files of an
+atomic write); binary files are left out.
 
 The watching itself (watchfiles, batching, ticking) is :mod:`dagctx.watch.loop`.
 """
@@ -40,7 +45,8 @@ from dagctx.errors import PathError
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
-from dagctx.watch.scan import ALWAYS_SKIPPED, IgnoreRules, iter_files, scan_tree
+from dagctx.watch.ignore import TreeFilter
+from dagctx.watch.scan import scan_tree
 
 if TYPE_CHECKING:
     from watchfiles import Change
@@ -65,6 +71,16 @@ def _name(rel: str) -> str:
 def _under(rel: str, directory: str) -> bool:
     """Whether ``rel`` is ``directory`` or inside it ("" is the root)."""
     return not directory or rel == directory or rel.startswith(directory + "/")
+
+
+def _ancestors(rel: str, top: str) -> list[str]:
+    """The directories between ``top`` (excluded) and ``rel`` (excluded), shallowest first."""
+    found = []
+    parent = _parent(rel)
+    while parent and parent != top:
+        found.append(parent)
+        parent = _parent(parent)
+    return found[::-1]
 
 
 def _content_key(node: TextNode) -> tuple[str | None, str | None, str]:
@@ -132,10 +148,8 @@ class TreeTracker:
         self.dirs: dict[str, GroupNode] = {}
         self._gone: set[str] = set()
         self._gone_dirs: set[str] = set()
-        self._rules: dict[str, IgnoreRules] = {}
-        self._excluded: dict[str, bool] = {}
-        self._root_prefix = str(session.root) + os.sep
-        self._ignored: set[Path] = {Path(p).resolve() for p in ignore}
+        #: What the tree takes in: the scan's decisions and the watcher's are this object's.
+        self.filter = TreeFilter(session.root, top=self.top, ignore=ignore)
 
     # -- loading ----------------------------------------------------------------------
 
@@ -157,7 +171,7 @@ class TreeTracker:
                 self.session.queue_result(self.reap)
                 self.session.queue_result(lambda: self.apply_survey(self.top))
                 return False
-        self._adopt(scan_tree(self.session, self.directory, progress=progress))
+        self._adopt(scan_tree(self.session, self.directory, progress=progress, keep=self.filter))
         return True
 
     def _adopt(self, top: GroupNode) -> None:
@@ -178,87 +192,43 @@ class TreeTracker:
                         self.dirs[sub] = child
                         stack.append(sub)
 
-    # -- ignore rules -----------------------------------------------------------------
-
-    def _rules_for(self, rel_dir: str) -> IgnoreRules:
-        rules = self._rules.get(rel_dir)
-        if rules is None:
-            base = IgnoreRules() if not rel_dir else self._rules_for(_parent(rel_dir))
-            rules = base.extended(self.session.root / rel_dir, rel_dir)
-            self._rules[rel_dir] = rules
-        return rules
-
-    def _dir_excluded(self, rel_dir: str) -> bool:
-        """Whether the scan would skip this directory (or one above it)."""
-        if _under(self.top, rel_dir):  # the top and the directories above it
-            return False
-        excluded = self._excluded.get(rel_dir)
-        if excluded is None:
-            parent = _parent(rel_dir)
-            excluded = (
-                self._dir_excluded(parent)
-                or _name(rel_dir) in ALWAYS_SKIPPED
-                or (self.session.root / rel_dir / "pyvenv.cfg").exists()
-                or self._rules_for(parent).ignores(rel_dir, True)
-            )
-            self._excluded[rel_dir] = excluded
-        return excluded
-
-    def _is_own_output(self, absolute: Path) -> bool:
-        for out in self._ignored:
-            if absolute == out:
-                return True
-            name = absolute.name
-            if absolute.parent == out.parent and name.startswith(f".{out.name}."):
-                return name.endswith(".tmp")
-        return False
-
-    def _wants_file(self, rel: str) -> bool:
-        parent = _parent(rel)
-        return (
-            not self._dir_excluded(parent)
-            and not self._rules_for(parent).ignores(rel, False)
-            and not self._is_own_output(self.session.root / rel)
-        )
-
-    def _relative(self, absolute: str) -> str | None:
-        if not absolute.startswith(self._root_prefix):
-            return None
-        rel = absolute[len(self._root_prefix) :].replace(os.sep, "/")
-        return rel if _under(rel, self.top) else None
+    # -- events ---------------------------------------------------------------------
 
     def watch_filter(self, change: Change, path: str) -> bool:
         """The ``watch_filter`` for :func:`watchfiles.awatch`: keep events on tracked
-        paths and on paths the scan would take in; drop the rest."""
-        rel = self._relative(path)
-        if rel is None:
-            return False
-        if rel in self.files or rel in self.dirs or self.session.text_nodes(rel):
+        paths and on paths :attr:`filter` keeps (see :class:`TreeFilter`); drop the rest."""
+        rel = self.filter.relative(path)
+        if rel is not None and (
+            rel in self.files or rel in self.dirs or self.session.text_nodes(rel)
+        ):
             return True
-        parent = _parent(rel)
-        if self._dir_excluded(parent) or self._is_own_output(Path(path)):
-            return False
-        if os.path.isdir(path):
-            return not self._dir_excluded(rel)
-        return _name(rel) == "pyvenv.cfg" or not self._rules_for(parent).ignores(rel, False)
+        return self.filter(change, path)
 
     # -- turning events into a change set ---------------------------------------------
 
     def plan(self, changes: Iterable[FileChange]) -> ChangeSet:
         """Decide, from the disk as it is now, what a batch of events changes (reads
         files, changes no node: :meth:`apply` does that, inside the next tick)."""
-        rels = {r for _, p in changes if (r := self._relative(p)) is not None}
-        plan = ChangeSet()
+        keep = self.filter
+        rels: set[str] = set()
         surveys: set[str] = set()
-        for rel in rels:
-            name = _name(rel)
-            if name in (".gitignore", "pyvenv.cfg"):
-                surveys.add(_parent(rel))
+        index_changed = False
+        for _, path in changes:
+            if keep.index_path is not None and Path(path) == keep.index_path:
+                index_changed = True
+            elif keep.exclude_path is not None and Path(path) == keep.exclude_path:
+                surveys.add(self.top)
+            elif (rel := keep.relative(path)) is not None:
+                rels.add(rel)
+                if _name(rel) in (".gitignore", "pyvenv.cfg"):
+                    surveys.add(_parent(rel))
         if surveys:  # the rules changed: forget what was derived from them
-            self._rules.clear()
-            self._excluded.clear()
+            keep.reload_rules()
+        plan = ChangeSet()
         for rel in sorted(rels):
             self._classify(rel, plan, surveys)
+        if index_changed:
+            self._retrack(keep.reload_index(), plan, surveys)
         for rel in sorted(surveys):
             if not any(_under(rel, s) and rel != s for s in surveys):
                 self._survey(rel, plan)
@@ -279,10 +249,29 @@ class TreeTracker:
             elif rel in self.dirs:
                 surveys.add(rel)
         elif stat.S_ISDIR(mode):
-            if rel not in self.dirs and not self._dir_excluded(rel):
+            if rel not in self.dirs and self.filter.keeps_dir(rel):
                 surveys.add(rel)
-        elif stat.S_ISREG(mode) and rel not in self.files and self._wants_file(rel):
+        elif stat.S_ISREG(mode) and rel not in self.files and self.filter.keeps_file(rel):
             self._add_candidate(rel, plan)
+
+    def _retrack(self, changed: set[str], plan: ChangeSet, surveys: set[str]) -> None:
+        """Take in or drop the files whose tracked state changed, where that changes
+        whether the tree keeps them (a directory no longer kept is re-surveyed)."""
+        for rel in sorted(changed):
+            if not _under(rel, self.top) or rel == self.top:
+                continue
+            on_disk = os.path.isfile(self.session.root / rel)
+            wanted = on_disk and self.filter.keeps_file(rel)
+            if wanted and rel not in self.files:
+                self._add_candidate(rel, plan)
+            elif not wanted and on_disk and rel in self.files:
+                dropped_dir = next(
+                    (d for d in _ancestors(rel, self.top) if not self.filter.keeps_dir(d)), None
+                )
+                if dropped_dir is None:
+                    plan.dropped.add(rel)
+                else:
+                    surveys.add(dropped_dir)
 
     def _add_candidate(self, rel: str, plan: ChangeSet) -> None:
         if rel in plan.created or rel in self.files:
@@ -296,16 +285,16 @@ class TreeTracker:
         files: set[str] = set()
         dirs: set[str] = set()
         absolute = self.session.root / rel_dir
-        if absolute.is_dir() and not absolute.is_symlink() and not self._dir_excluded(rel_dir):
+        if absolute.is_dir() and not absolute.is_symlink() and self.filter.keeps_dir(rel_dir):
             dirs.add(rel_dir)
-            for rel, is_dir in iter_files(self.session.root, absolute):
+            for rel, is_dir in self.filter.walk(absolute):
                 (dirs if is_dir else files).add(rel)
         for rel in sorted(dirs - self.dirs.keys()):
             plan.new_dirs.add(rel)
         for rel in files:
             if rel in self.files:
                 plan.touched.add(rel)
-            elif not self._is_own_output(self.session.root / rel):
+            else:
                 self._add_candidate(rel, plan)
         for rel in [r for r in self.files if _under(r, rel_dir) and r not in files]:
             on_disk = (self.session.root / rel).is_file()
