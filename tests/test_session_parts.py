@@ -150,6 +150,23 @@ class TestBackgroundLoop:
             with pytest.raises(DagctxError, match="atick"):
                 s.background.run(inside())
 
+    def test_closing_from_a_task_on_the_loop_ends_the_loop_after_that_task(
+        self, tmp_path: Path
+    ) -> None:
+        s = Session(tmp_path)
+        s.tick()
+        thread = s.background.thread
+
+        async def close_inside() -> str:
+            s.close()
+            await asyncio.sleep(0.05)  # not cancelled: the loop waits for this task
+            return "closed inside"
+
+        assert s.background.submit(close_inside()).result(10) == "closed inside"
+        assert thread is not None
+        thread.join(10)
+        assert not thread.is_alive() and s.closed
+
     def test_a_closed_loop_runs_nothing(self) -> None:
         runner = BackgroundRunner()
         assert runner.run(asyncio.sleep(0, "done")) == "done"

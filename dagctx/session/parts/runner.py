@@ -123,8 +123,9 @@ class BackgroundRunner:
         """Cancel the tasks still running, end the loop and join its thread; later calls
         to :meth:`submit` or :meth:`run` raise. Idempotent.
 
-        Called from a task on the loop itself, it stops the portal without cancelling
-        that task and cannot join its own thread: the loop ends when the task returns.
+        Called from a task on the loop itself, it returns at once and a helper thread
+        stops the loop once the calling task (and any other) has finished, then joins
+        the loop's thread.
         """
         with self._lock:
             self._closed = True
@@ -132,14 +133,19 @@ class BackgroundRunner:
             self._portal_cm = self._portal = self._thread = None
         if portal_cm is None or portal is None:
             return
-        if thread is threading.current_thread():
-            stopping = asyncio.get_running_loop().create_task(portal.stop())
-            _STOPPING.add(stopping)
-            stopping.add_done_callback(_STOPPING.discard)
+        if thread is threading.current_thread():  # a thread cannot join itself
+            helper = threading.Thread(target=_stop, args=(portal, portal_cm, False), daemon=True)
+            helper.start()
             return
-        portal.call(portal.stop, True)  # cancel_remaining: cancel what still runs
-        portal_cm.__exit__(None, None, None)  # ends the loop and joins the thread
+        _stop(portal, portal_cm, cancel_remaining=True)
 
 
-#: Tasks stopping a portal from its own loop, kept referenced until they finish.
-_STOPPING: set[asyncio.Task[None]] = set()
+def _stop(
+    portal: BlockingPortal,
+    portal_cm: AbstractContextManager[BlockingPortal],
+    cancel_remaining: bool,
+) -> None:
+    """Stop the portal (cancelling its remaining tasks, or waiting for them), end its
+    loop and join its thread."""
+    portal.call(portal.stop, cancel_remaining)
+    portal_cm.__exit__(None, None, None)
