@@ -39,6 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from dagctx._validate import is_int
 from dagctx.checkpoint import BaseCheckpointStore, Checkpoint, CheckpointStore
 from dagctx.errors import CheckpointError, ContextError, ContextKeyError
 
@@ -433,7 +434,7 @@ class Context:
                 raise ContextError(
                     f"token metric names must be non-empty strings, got {name!r}", value=name
                 )
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            if not is_int(count) or count < 0:
                 raise ContextError(
                     f"token count {name!r} must be a non-negative int, got {count!r}", value=count
                 )

@@ -30,6 +30,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from dagctx._fs import write_atomic
+from dagctx._validate import is_int
 from dagctx.errors import ArtifactNotFoundError, KnowledgeError
 
 __all__ = [
@@ -130,15 +131,11 @@ def _overlap_start(
 
 
 def _check_chunking(chunk_size: int, chunk_overlap: int) -> None:
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+    if not is_int(chunk_size) or chunk_size < 1:
         raise KnowledgeError(
             f"chunk_size must be a positive integer, got {chunk_size!r}", value=chunk_size
         )
-    if (
-        isinstance(chunk_overlap, bool)
-        or not isinstance(chunk_overlap, int)
-        or not 0 <= chunk_overlap < chunk_size
-    ):
+    if not is_int(chunk_overlap) or not 0 <= chunk_overlap < chunk_size:
         raise KnowledgeError(
             f"chunk_overlap must be an integer in [0, chunk_size={chunk_size}), "
             f"got {chunk_overlap!r}",
@@ -269,7 +266,7 @@ class KnowledgeStore:
         Raises:
             KnowledgeError: `top_k` is not a positive integer.
         """
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        if not is_int(top_k) or top_k < 1:
             raise KnowledgeError(f"top_k must be a positive integer, got {top_k!r}", value=top_k)
         scores: dict[tuple[str, int], float] = {}
         for term in set(tokenize(query)):
@@ -467,7 +464,7 @@ class Workspace:
         artifact = self._require(name)
         if version is None:
             return artifact.latest
-        if isinstance(version, bool) or not isinstance(version, int):
+        if not is_int(version):
             raise KnowledgeError(f"version must be an integer, got {version!r}", value=version)
         if not 1 <= version <= artifact.version:
             raise KnowledgeError(

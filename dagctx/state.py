@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, TypedDict
 
+from dagctx._validate import is_int, is_number
 from dagctx.capability import (
     CapabilityContext,
     CapabilityError,
@@ -307,7 +308,7 @@ class StateManager:
         """Return ``planning_current_step_index`` (0 when unset). Raises
         :class:`StateError` when it is not a non-negative integer."""
         index = state.get("planning_current_step_index", 0)
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        if not is_int(index) or index < 0:
             raise StateError(
                 f"planning_current_step_index must be a non-negative integer, got {index!r}",
                 value=index,
@@ -373,11 +374,7 @@ def create_status_update(
     "complete", "node", "timestamp", **extra}`` (timestamp: ISO 8601, UTC). Raises
     :class:`StateError` for a progress outside [0, 1] or an ``extra`` key that would
     overwrite a standard one."""
-    if progress is not None and (
-        isinstance(progress, bool)
-        or not isinstance(progress, int | float)
-        or not 0 <= progress <= 1
-    ):
+    if progress is not None and (not is_number(progress) or not 0 <= progress <= 1):
         raise StateError(
             f"progress must be a number between 0 and 1, got {progress!r}", value=progress
         )
@@ -405,7 +402,7 @@ def create_progress_event(
     ``0 <= current_step <= total_steps`` and ``total_steps >= 1``, or for an ``extra``
     key that would overwrite a standard one."""
     for name, value in (("current_step", current_step), ("total_steps", total_steps)):
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not is_int(value):
             raise StateError(f"{name} must be an integer, got {value!r}", value=value)
     if total_steps < 1 or not 0 <= current_step <= total_steps:
         raise StateError(
@@ -443,7 +440,7 @@ def get_execution_steps_summary(state: Mapping[str, Any]) -> list[str]:
     def order(item: tuple[int, tuple[str, Mapping[str, Any]]]) -> tuple[float, int]:
         position, (_, result) = item
         index = result.get("step_index")
-        if isinstance(index, int) and not isinstance(index, bool):
+        if is_int(index):
             return (index, position)
         return (float("inf"), position)
 

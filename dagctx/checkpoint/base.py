@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
 
+from dagctx._validate import is_int
 from dagctx.errors import CheckpointError
 
 _FIELDS = ("task_id", "version", "values", "token_usage", "metadata", "created_at")
@@ -58,7 +59,7 @@ def _check_str_keys(mapping: object, name: str) -> dict[str, Any]:
 def _check_token_usage(usage: object) -> dict[str, int]:
     checked = _check_str_keys(usage, "token_usage")
     for key, count in checked.items():
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        if not is_int(count) or count < 0:
             raise CheckpointError(
                 f"token_usage[{key!r}] must be a non-negative int, got {count!r}", value=count
             )
@@ -103,7 +104,7 @@ class Checkpoint:
 
     def __post_init__(self) -> None:
         _check_task_id(self.task_id)
-        if isinstance(self.version, bool) or not isinstance(self.version, int):
+        if not is_int(self.version):
             raise CheckpointError(
                 f"version must be an int, got {self.version!r}", value=self.version
             )
@@ -310,7 +311,7 @@ class BaseCheckpointStore(ABC):
 
 
 def _is_version(version: object) -> bool:
-    return isinstance(version, int) and not isinstance(version, bool)
+    return is_int(version)
 
 
 __all__ = ["BaseCheckpointStore", "Checkpoint", "CheckpointError"]

@@ -25,6 +25,7 @@ from typing import Any
 
 from dagctx import _sqlite
 from dagctx._json import decode_json, encode_json
+from dagctx._validate import is_int
 from dagctx.checkpoint.base import BaseCheckpointStore, Checkpoint
 from dagctx.errors import CheckpointError
 
@@ -128,7 +129,7 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
                 f"SELECT {_COLUMNS} FROM context_checkpoints WHERE task_id = ? AND version = ?",
                 version,
             )
-            if isinstance(version, int) and not isinstance(version, bool)
+            if is_int(version)
             else []
         )
         if not rows:
@@ -143,7 +144,7 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
 
     def _checked_version(self, value: object) -> int:
         """A version read from the file; a damaged file may hold anything there."""
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not is_int(value):
             raise CheckpointError(
                 f"{self._where} is corrupt: task {self._task_id!r} has a version {value!r}"
             )

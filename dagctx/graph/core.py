@@ -31,6 +31,7 @@ from operator import attrgetter, ne
 
 import networkx as nx
 
+from dagctx._validate import is_int
 from dagctx.errors import CheckpointError, CycleError, GraphError, NodeNotFoundError
 from dagctx.nodes.base import Node, NodeState, Trace
 
@@ -380,7 +381,7 @@ class ContextGraph:
             return siblings.index(after_id) + 1
         if index is None:
             return len(siblings)
-        if isinstance(index, bool) or not isinstance(index, int):
+        if not is_int(index):
             raise GraphError(f"index must be an int, got {index!r}")
         return max(0, min(len(siblings), index if index >= 0 else len(siblings) + index + 1))
 

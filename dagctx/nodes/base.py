@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from dagctx._validate import is_finite, is_int
 from dagctx.errors import GraphError, NodeFieldError
 from dagctx.nodes.registry import register_node_type, resolve_node_type
 
@@ -49,7 +50,7 @@ class NodeState(enum.IntEnum):
             return value
         if isinstance(value, str) and value.upper() in cls.__members__:
             return cls[value.upper()]
-        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 4:
+        if is_int(value) and 0 <= value <= 4:
             return cls(value)
         names = ", ".join(cls.__members__)
         raise NodeFieldError(
@@ -76,12 +77,7 @@ class TickFrequency:
         Raises:
             NodeFieldError: ``seconds`` is not a positive, finite number.
         """
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, int | float)
-            or not math.isfinite(seconds)
-            or seconds <= 0
-        ):
+        if not is_finite(seconds) or seconds <= 0:
             raise NodeFieldError(
                 f"period must be a positive number of seconds, got {seconds!r}",
                 field="frequency",
@@ -184,7 +180,7 @@ class Node:
         tags: Iterable[str] = (),
         mode: Literal["running", "paused"] = "running",
     ) -> None:
-        if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+        if priority is not None and not is_int(priority):
             raise NodeFieldError(
                 f"priority must be an int, got {priority!r}", field="priority", value=priority
             )
@@ -213,7 +209,7 @@ class Node:
 
     @priority.setter
     def priority(self, value: int | None) -> None:
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        if value is not None and not is_int(value):
             raise NodeFieldError(
                 f"priority must be an int or None, got {value!r}", field="priority", value=value
             )

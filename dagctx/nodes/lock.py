@@ -15,7 +15,6 @@ and mark the node ``released``.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 import threading
@@ -27,6 +26,7 @@ from typing import Any, ClassVar, Literal
 
 from filelock import FileLock, Timeout
 
+from dagctx._validate import is_finite
 from dagctx.errors import LockError
 from dagctx.nodes.base import Node, NodeState
 
@@ -56,12 +56,7 @@ def check_lock_timeout(timeout: object) -> float:
     Raises:
         LockError: naming the value otherwise.
     """
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout < 0
-    ):
+    if not is_finite(timeout) or timeout < 0:
         raise LockError(
             f"lock timeout must be a finite number of seconds >= 0, got {timeout!r}", value=timeout
         )

@@ -16,7 +16,6 @@ lines; DETAILS the capped stdout and stderr; ALL adds cwd, environment and timin
 
 from __future__ import annotations
 
-import math
 import os
 import shlex
 import signal
@@ -24,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from dagctx._validate import is_finite, is_int
 from dagctx.errors import ShellError
 from dagctx.nodes.base import Node, NodeState
 from dagctx.runtime.processes import FINAL_STATUSES, CommandResult, CommandSpec, ShellStatus
@@ -331,12 +331,7 @@ def _check_env(env: object) -> dict[str, str] | None:
 def _check_timeout(timeout: object) -> float | None:
     if timeout is None:
         return None
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
+    if not is_finite(timeout) or timeout <= 0:
         raise ShellError(
             f"timeout must be a positive number of seconds or None, got {timeout!r}", value=timeout
         )
@@ -344,7 +339,7 @@ def _check_timeout(timeout: object) -> float | None:
 
 
 def _check_cap(cap: object) -> int:
-    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 2:
+    if not is_int(cap) or cap < 2:
         raise ShellError(f"output_cap must be an int of at least 2 bytes, got {cap!r}", value=cap)
     return cap
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from dagctx import _sqlite
+from dagctx._validate import is_number
 from dagctx.errors import CoordinationError
 
 MODES = ("read", "write")
@@ -182,7 +183,7 @@ def check_claim_fields(intent: object, files: Sequence[object], mode: object) ->
 
 def check_ttl(ttl: object) -> float:
     """Return ``ttl`` as a float. Raises CoordinationError unless it is a positive number."""
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < float("inf"):
+    if not is_number(ttl) or not 0 < ttl < float("inf"):
         raise CoordinationError(f"stale_after must be a positive number of seconds, got {ttl!r}")
     return float(ttl)
 

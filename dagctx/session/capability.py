@@ -9,6 +9,7 @@ node in place (version + 1 and a trace only when the data differs: early cutoff)
 
 from __future__ import annotations
 
+from dagctx._validate import is_int
 from dagctx.capability import StoredContext
 from dagctx.errors import GraphError
 from dagctx.graph import NodeRef
@@ -52,7 +53,7 @@ class CapabilityVerbs(SessionCore):
             self.add(node, parent=parent)
             return node
         new_state = None if state is None else NodeState.parse(state)
-        if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+        if priority is not None and not is_int(priority):
             raise GraphError(f"priority must be an int, got {priority!r}")
         if parent is not None:
             self.graph.link(parent, node)  # a no-op when already linked

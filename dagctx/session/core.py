@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
 
 from dagctx._fs import OutsideRootError, resolve_inside
+from dagctx._validate import is_int
 from dagctx.checkpoint import BaseCheckpointStore
 from dagctx.context import Context
 from dagctx.errors import BudgetError, CycleError, DagctxError, PathError
@@ -66,7 +67,7 @@ def current_session() -> Session:
 
 def check_budget(budget: object) -> int:
     """Return ``budget`` if it is a positive int. Raises BudgetError naming it otherwise."""
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+    if not is_int(budget) or budget <= 0:
         raise BudgetError(f"budget must be a positive integer number of tokens, got {budget!r}")
     return budget
 
@@ -467,7 +468,7 @@ def _check_lines(lines: Iterable[Any]) -> tuple[int, int | None]:
     except (TypeError, ValueError):
         raise PathError(f"lines must be a (start, end) pair, got {lines!r}") from None
     ints = [v for v in (start, end) if v is not None]
-    valid = start is not None and all(isinstance(v, int) and not isinstance(v, bool) for v in ints)
+    valid = start is not None and all(is_int(v) for v in ints)
     if not valid or start < 1 or (end is not None and end < start):
         raise PathError(f"invalid line range {lines!r}: need 1 <= start <= end (end may be None)")
     return start, end

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from dagctx._validate import is_finite
 from dagctx.errors import DagctxError
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.lock import (
@@ -261,13 +261,7 @@ class JobVerbs(SessionCore):
         targets = [self.graph.get(n) for n in nodes]
         if need_one and not targets:
             raise DagctxError("wait_any needs at least one node, got none")
-        valid = timeout is None or (
-            isinstance(timeout, int | float)
-            and not isinstance(timeout, bool)
-            and math.isfinite(timeout)
-            and timeout >= 0
-        )
-        if not valid:
+        if timeout is not None and (not is_finite(timeout) or timeout < 0):
             raise DagctxError(f"wait timeout must be None or a number >= 0, got {timeout!r}")
         if blocking and self.background.in_loop_thread():
             raise DagctxError("a blocking wait was called on the session's loop;"

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from dagctx._validate import is_number
 from dagctx.errors import DagctxError
 from dagctx.mcp import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT
 from dagctx.nodes.artifact import ArtifactNode
@@ -279,7 +280,7 @@ def _check_connect(
 
 
 def _check_timeout(timeout: object) -> None:
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+    if not is_number(timeout) or not timeout > 0:
         raise DagctxError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
 

@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from dagctx._validate import is_int
 from dagctx.errors import DagctxError
 from dagctx.watch.tracker import TreeTracker
 
@@ -116,7 +117,7 @@ class WatchVerbs:
                 refused to watch the tree.
         """
         for name, value in (("debounce_ms", debounce_ms), ("step_ms", step_ms)):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            if not is_int(value) or value <= 0:
                 raise DagctxError(f"{name} must be a positive int of milliseconds, got {value!r}")
         session = cast("Session", self)
         tracker = TreeTracker(session, path, ignore=ignore)
