@@ -249,12 +249,7 @@ class MarkdownNode(TextNode):
         changed, and update only the sections that changed. Return whether anything did."""
         if not self._synced:
             return self.sync_sections()
-        key = self._key()
-        if key is not None and key == self._stat:
-            return False
-        if key is None and self.placeholder == "[file deleted]":
-            return False
-        if not self._load(self._read()):
+        if not self._reread():
             return False
         return self.sync_sections()
 

@@ -240,15 +240,20 @@ class TextNode(Node):
             return None
         return (st.st_mtime_ns, st.st_size)
 
-    def recompute(self) -> bool:
-        """Re-read the file if its mtime or size changed; bump the version only if the
-        shown content differs."""
+    def _reread(self) -> bool:
+        """Re-read the file if its mtime or size changed (or it cannot be stat-ed and was
+        not already shown as deleted); return whether what the node shows changed."""
         key = self._key()
         if key is not None and key == self._stat:
             return False
         if key is None and self.placeholder == "[file deleted]":
             return False
-        if not self._load(self._read()):
+        return self._load(self._read())
+
+    def recompute(self) -> bool:
+        """Re-read the file if its mtime or size changed; bump the version only if the
+        shown content differs."""
+        if not self._reread():
             return False
         self.mark_changed(
             "file deleted" if self.placeholder == "[file deleted]" else "content changed"
