@@ -8,7 +8,7 @@ what the model was shown), what arrived. Every problem is listed — missing and
 arguments and one problem per wrong argument, its innermost bad item located as
 ``argument 'tags'[1]`` or ``argument 'options'['k']``. Nothing here raises on bad input.
 
-Imports only `dagctx.tools.schema` from dagctx.
+Imports only `dagctx.tools.schema` and `dagctx._validate` from dagctx.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 import pydantic
 
+from dagctx._validate import is_int, is_number
 from dagctx.tools.schema import FunctionSchema
 
 __all__ = ["describe_schema", "validate_arguments"]
@@ -144,9 +145,9 @@ def _has_type(value: Any, kind: Any) -> bool:
     if kind == "boolean":
         return isinstance(value, bool)
     if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
+        return is_int(value)
     if kind == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
+        return is_number(value)
     if kind == "array":
         return isinstance(value, list)
     if kind == "object":
