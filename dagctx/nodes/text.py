@@ -23,13 +23,7 @@ import re
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from dagctx._fs import (
-    SNIFF_BYTES,
-    NotRegularFileError,
-    OutsideRootError,
-    looks_binary,
-    open_inside,
-)
+from dagctx._fs import SNIFF_BYTES, NotRegularFileError, OutsideRootError, looks_binary, open_inside
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 
 DEFAULT_MAX_BYTES = 1_000_000

@@ -14,13 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dagctx._fs import (
-    NotRegularFileError,
-    OutsideRootError,
-    looks_binary,
-    open_inside,
-    resolve_inside,
-)
+from dagctx import _fs
 from dagctx.context import Context
 from dagctx.tools.base import ContextTool
 
@@ -55,16 +49,16 @@ def read_file(ctx: Context, path: str) -> str:
         return f"The working directory {str(working_dir)!r} cannot be used: {exc}."
     outside = f"Refused {path!r}: it resolves outside the working directory."
     try:
-        _, relative = resolve_inside(root, path)
-    except OutsideRootError:
+        _, relative = _fs.resolve_inside(root, path)
+    except _fs.OutsideRootError:
         return outside
     except OSError as exc:  # a symlink loop, a name too long
         return f"Cannot resolve {path!r} in the working directory: {exc}."
     try:
-        fd, info = open_inside(root, relative)
-    except OutsideRootError:  # a component swapped for a symlink since the lookup
+        fd, info = _fs.open_inside(root, relative)
+    except _fs.OutsideRootError:  # a component swapped for a symlink since the lookup
         return outside
-    except NotRegularFileError as exc:
+    except _fs.NotRegularFileError as exc:
         if exc.is_dir:
             return f"Refused {path!r}: it is a directory, not a file."
         return f"Refused {path!r}: it is not a regular file."
@@ -82,7 +76,7 @@ def read_file(ctx: Context, path: str) -> str:
         os.close(fd)
     if len(data) > MAX_FILE_BYTES:
         return _too_large(path, f"more than {MAX_FILE_BYTES:,}")
-    if looks_binary(data):
+    if _fs.looks_binary(data):
         return f"Refused {path!r}: it looks like a binary file (contains NUL bytes)."
     try:
         return data.decode("utf-8")
