@@ -49,10 +49,6 @@ def _parent(rel: str) -> str:
     return rel.rpartition("/")[0]
 
 
-def _join(directory: str, name: str) -> str:
-    return f"{directory}/{name}" if directory else name
-
-
 def read_patterns(path: Path) -> tuple[Pattern, ...]:
     """The patterns of an ignore file, in order; none if it is missing or unreadable."""
     try:
@@ -198,7 +194,9 @@ class TreeFilter:
             return
         exclude = self.exclude_path
         assert exclude is not None
-        self._exclude = _IgnoreFile(read_patterns(exclude), 0, _below(repository.top, self.root))
+        patterns = read_patterns(exclude)
+        if patterns:
+            self._exclude = _IgnoreFile(patterns, 0, _below(repository.top, self.root))
         above = []
         for directory in reversed(self.root.parents):
             if directory == repository.top or repository.top in directory.parents:
@@ -236,8 +234,12 @@ class TreeFilter:
     def ignored(self, rel: str, is_dir: bool) -> bool:
         """Whether the ignore rules exclude the path itself (its directories assumed
         entered; tracked files and skipped names are not considered here)."""
-        name = rel.rpartition("/")[2]
-        for file in reversed(self._chain(_parent(rel))):
+        return self._ignored_in(self._chain(_parent(rel)), rel, rel.rpartition("/")[2], is_dir)
+
+    def _ignored_in(
+        self, chain: tuple[_IgnoreFile, ...], rel: str, name: str, is_dir: bool
+    ) -> bool:
+        for file in reversed(chain):
             decision = file.decide(rel, name, is_dir)
             if decision is not None:
                 return decision
@@ -274,16 +276,17 @@ class TreeFilter:
 
     def keeps_file(self, rel: str) -> bool:
         """Whether the scan takes the file in (binary files are the scan's business)."""
-        state = self._state(_parent(rel))
-        if state is _Dir.PRUNED or self._is_output(rel):
+        parent = _parent(rel)
+        return self._keeps_file_in(self._state(parent), parent, rel, rel.rpartition("/")[2])
+
+    def _keeps_file_in(self, state: _Dir, rel_dir: str, rel: str, name: str) -> bool:
+        if state is _Dir.PRUNED or (self._outputs and self._is_output(rel)):
             return False
         if rel in self._tracked:
             return True
-        return state is _Dir.OPEN and not self.ignored(rel, False)
+        return state is _Dir.OPEN and not self._ignored_in(self._chain(rel_dir), rel, name, False)
 
     def _is_output(self, rel: str) -> bool:
-        if not self._outputs:
-            return False
         absolute = self.root / rel
         for out in self._outputs:
             if absolute == out:
@@ -332,14 +335,18 @@ class TreeFilter:
             except OSError:
                 continue
             subdirs = []
+            state = self._state(rel_dir)
             for entry in entries:
-                rel = _join(rel_dir, entry.name)
+                name = entry.name
+                rel = f"{rel_dir}/{name}" if rel_dir else name
                 if entry.is_symlink():
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     if self.keeps_dir(rel):
                         subdirs.append((entry.path, rel))
-                elif entry.is_file(follow_symlinks=False) and self.keeps_file(rel):
+                elif entry.is_file(follow_symlinks=False) and self._keeps_file_in(
+                    state, rel_dir, rel, name
+                ):
                     yield rel, False
             stack.extend(reversed(subdirs))
             for _path, rel in subdirs:
