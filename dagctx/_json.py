@@ -21,13 +21,15 @@ def _check_json(value: object, where: str, open_containers: set[int]) -> None:
         return
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise CheckpointError(f"{where} is {value!r}, which JSON cannot hold")
+            raise CheckpointError(f"{where} is {value!r}, which JSON cannot hold", value=value)
         return
     if not isinstance(value, list | dict):
         hint = "; store it as a list" if isinstance(value, tuple) else ""
-        raise CheckpointError(f"{where} is a {type(value).__name__}, which JSON cannot hold{hint}")
+        raise CheckpointError(
+            f"{where} is a {type(value).__name__}, which JSON cannot hold{hint}", value=value
+        )
     if id(value) in open_containers:
-        raise CheckpointError(f"{where} contains itself, which JSON cannot hold")
+        raise CheckpointError(f"{where} contains itself, which JSON cannot hold", value=value)
     open_containers.add(id(value))
     if isinstance(value, list):
         for index, item in enumerate(value):
@@ -35,7 +37,9 @@ def _check_json(value: object, where: str, open_containers: set[int]) -> None:
     else:
         for key, item in value.items():
             if not isinstance(key, str):
-                raise CheckpointError(f"{where} has key {key!r}; JSON keys must be strings")
+                raise CheckpointError(
+                    f"{where} has key {key!r}; JSON keys must be strings", value=key
+                )
             _check_json(item, f"{where}[{key!r}]", open_containers)
     open_containers.discard(id(value))
 
@@ -61,7 +65,7 @@ def encode_json(value: dict[str, Any], name: str) -> str:
     try:
         _check_json(value, name, set())
     except RecursionError as exc:
-        raise CheckpointError(f"{name} is nested too deeply to store as JSON") from exc
+        raise CheckpointError(f"{name} is nested too deeply to store as JSON", value=value) from exc
     return dump_json(value)
 
 

@@ -31,7 +31,7 @@ friends catch the error too)::
     │   ├── ForeignWorkError                    .node_id
     │   ├── NoActiveTopicError
     │   └── ToolCallIdError [ValueError]        .tool_call_id
-    ├── WatchError                              .path
+    ├── WatchError
     ├── ContextError                            a task-context operation was refused
     │   ├── ContextKeyError [KeyError]          .key
     │   ├── StateError [ValueError]
@@ -124,10 +124,11 @@ class EncodingError(DagctxError):
 
 class PathError(DagctxError):
     """A path is outside the session root or cannot be used; ``path`` is the path as
-    given."""
+    given. ``value`` is the path too, unless another argument is what is wrong (a line
+    range of the file, say)."""
 
-    def __init__(self, message: str = "", *, path: object = None) -> None:
-        super().__init__(message, value=path)
+    def __init__(self, message: str = "", *, path: object = None, value: object = None) -> None:
+        super().__init__(message, value=path if value is None else value)
         self.path = path
 
 
@@ -207,12 +208,8 @@ class ToolCallIdError(SessionError, ValueError):
 
 
 class WatchError(DagctxError):
-    """The file watcher cannot watch a tree (for example the inotify watch limit is
-    reached); ``path`` is the watched directory, ``value`` the watcher's own error."""
-
-    def __init__(self, message: str = "", *, path: object = None, value: object = None) -> None:
-        super().__init__(message, value=value)
-        self.path = path
+    """The file watcher stopped watching a tree (for example the inotify watch limit is
+    reached); ``value`` is the watcher's own error."""
 
 
 # -- task contexts, agent state, capability contexts -------------------------------------

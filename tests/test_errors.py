@@ -3,16 +3,18 @@ every error carrying its offending value as a field (also across pickling)."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 import pickle
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import dagctx
-from dagctx import errors
+from dagctx import dsl, errors
 from dagctx.capability import CapabilityContext, ContextManager, ContextRegistry
 from dagctx.checkpoint import Checkpoint, CheckpointStore
 from dagctx.context import Context, ContextState, make_config
@@ -20,6 +22,7 @@ from dagctx.knowledge import KnowledgeStore, Workspace
 from dagctx.nodes import MessageNode, ShellNode, TextNode, TopicNode
 from dagctx.nodes.lock import LockNode
 from dagctx.nodes.registry import resolve_node_type
+from dagctx.session import Session
 from dagctx.state import StateManager
 from dagctx.tokens import TokenCounter
 from dagctx.tools import get_graph_tools
@@ -190,3 +193,101 @@ class TestFields:
     def test_node_field_errors_are_graph_errors(self) -> None:
         with pytest.raises(errors.GraphError):
             TopicNode("")
+
+
+@pytest.fixture
+def s(tmp_path: Path) -> Iterator[Session]:
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+    with Session(tmp_path, budget=1000) as session:
+        yield session
+
+
+class TestSessionFields:
+    """Representative bad calls on a session: the error's fields hold what was passed."""
+
+    def test_budget(self, tmp_path: Path) -> None:
+        with pytest.raises(errors.BudgetError) as caught:
+            Session(tmp_path, budget=0)
+        assert caught.value.value == 0
+
+    def test_path_outside_the_root(self, s: Session) -> None:
+        with pytest.raises(errors.PathError) as caught:
+            s.text("../outside.txt")
+        assert caught.value.path == caught.value.value == "../outside.txt"
+
+    def test_bad_line_range(self, s: Session) -> None:
+        with pytest.raises(errors.PathError) as caught:
+            s.text("a.txt", lines=(2, 1))
+        assert caught.value.value == (2, 1)
+
+    def test_bad_wait_timeout(self, s: Session) -> None:
+        with pytest.raises(errors.ArgumentError) as caught:
+            s.wait_all([], timeout=-1)
+        assert (caught.value.name, caught.value.value) == ("timeout", -1)
+
+    def test_bad_mcp_url(self, s: Session) -> None:
+        with pytest.raises(errors.ArgumentError) as caught:
+            s.mcp_connect_sync("web", url="ftp://example.org")
+        assert (caught.value.name, caught.value.value) == ("url", "ftp://example.org")
+
+    def test_no_current_session(self) -> None:
+        with pytest.raises(errors.NoSessionError):
+            dsl.checkpoint("start")
+
+    def test_closed_session(self, tmp_path: Path) -> None:
+        session = Session(tmp_path)
+        session.close()
+        with pytest.raises(errors.SessionClosedError) as caught:
+            session.topic("late")
+        assert caught.value.root == session.root
+
+    def test_node_of_the_wrong_type(self, s: Session) -> None:
+        group = s.group(title="g")
+        with pytest.raises(errors.NodeTypeError) as caught:
+            s.close_topic(group)
+        assert (caught.value.node_id, caught.value.expected) == (group.id, "topic")
+
+    def test_closed_topic(self, s: Session) -> None:
+        topic = s.topic("done")
+        s.close_topic(topic)
+        with pytest.raises(errors.NodeClosedError) as caught:
+            s.message("user", "hi", topic=topic)
+        assert caught.value.node_id == topic.id
+
+    def test_no_active_topic(self, s: Session) -> None:
+        with pytest.raises(errors.NoActiveTopicError):
+            s.message("user", "hi")
+
+    def test_unanswerable_tool_result(self, s: Session) -> None:
+        s.topic("t")
+        with pytest.raises(errors.ToolCallIdError) as caught:
+            s.message("tool_result", "42", tool_call_id="call_9")
+        assert caught.value.tool_call_id == "call_9"
+
+    def test_bad_coordination_store(self, s: Session) -> None:
+        with pytest.raises(errors.CoordinationError) as caught:
+            s.use_coordination(42)  # type: ignore[arg-type]
+        assert caught.value.value == 42
+
+    def test_unknown_mcp_server(self, s: Session) -> None:
+        with pytest.raises(errors.MCPServerNotFoundError) as caught:
+            s.mcp_server("nope")
+        assert caught.value.name == "nope"
+
+    def test_unconnected_mcp_server(self, s: Session) -> None:
+        s.mcp_connect_sync("ghost", ["/no/such/mcp-server"])
+        with pytest.raises(errors.MCPStateError) as caught:
+            s.mcp_call_sync("ghost", "add")
+        assert (caught.value.server, caught.value.status) == ("ghost", "error")
+
+
+class TestNoBareRaises:
+    def test_no_module_raises_the_base_class_itself(self) -> None:
+        bare = []
+        for path in Path(dagctx.__file__).parent.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                    func = node.exc.func
+                    if isinstance(func, ast.Name) and func.id == "DagctxError":
+                        bare.append(f"{path.name}:{node.lineno}")
+        assert bare == []

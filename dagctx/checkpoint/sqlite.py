@@ -78,7 +78,9 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
         try:
             task_id.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise CheckpointError(f"task_id {task_id!r} cannot be stored as UTF-8 text") from exc
+            raise CheckpointError(
+                f"task_id {task_id!r} cannot be stored as UTF-8 text", value=task_id
+            ) from exc
         self._path = Path(path)
         self._where = repr(str(self._path))
         self._lock = threading.Lock()
@@ -96,12 +98,15 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
         """Hold the lock and the open connection; turn SQLite errors into CheckpointError."""
         with self._lock:
             if self._conn is None:
-                raise CheckpointError(f"checkpoint store on {self._where} is closed")
+                raise CheckpointError(
+                    f"checkpoint store on {self._where} is closed", value=self._path
+                )
             try:
                 yield self._conn
             except (sqlite3.Error, UnicodeDecodeError) as exc:  # bad text bytes in a row too
                 raise CheckpointError(
-                    f"cannot {action} task {self._task_id!r} in {self._where}: {exc}"
+                    f"cannot {action} task {self._task_id!r} in {self._where}: {exc}",
+                    value=self._path,
                 ) from exc
 
     def _rows(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
@@ -146,7 +151,8 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
         """A version read from the file; a damaged file may hold anything there."""
         if not is_int(value):
             raise CheckpointError(
-                f"{self._where} is corrupt: task {self._task_id!r} has a version {value!r}"
+                f"{self._where} is corrupt: task {self._task_id!r} has a version {value!r}",
+                value=value,
             )
         return value
 
@@ -202,7 +208,8 @@ class SQLiteCheckpointStore(BaseCheckpointStore):
         except (ValueError, TypeError, CheckpointError) as exc:
             raise CheckpointError(
                 f"checkpoint version {version!r} of task {task_id!r} in {self._where} is"
-                f" corrupt: {exc}"
+                f" corrupt: {exc}",
+                value=version,
             ) from exc
 
     def close(self) -> None:

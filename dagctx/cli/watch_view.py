@@ -86,7 +86,7 @@ class Outputs:
         state = session.root / STATE_DIR
         markdown = Path(out).expanduser().resolve() if out else state / "projection.md"
         if markdown.is_dir():
-            raise PathError(f"--out {out!r} is a directory; give a file path")
+            raise PathError(f"--out {out!r} is a directory; give a file path", path=out)
         for directory in {markdown.parent, state}:
             directory.mkdir(parents=True, exist_ok=True)
         return cls(markdown, state / "projection.json")

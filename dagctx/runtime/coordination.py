@@ -92,7 +92,9 @@ class Agent:
             CoordinationError: ``name`` is not a string or None.
         """
         if name is not None and not isinstance(name, str):
-            raise CoordinationError(f"agent name must be a string or None, got {name!r}")
+            raise CoordinationError(
+                f"agent name must be a string or None, got {name!r}", value=name
+            )
         pid = os.getpid()
         return cls(f"{pid}-{secrets.token_hex(4)}", name or None, pid)
 
@@ -173,18 +175,24 @@ def find_conflicts(own: Claim, claims: Iterable[Claim]) -> tuple[Conflict, ...]:
 def check_claim_fields(intent: object, files: Sequence[object], mode: object) -> None:
     """Raises CoordinationError naming a bad intent, file or mode."""
     if not isinstance(intent, str) or not intent.strip():
-        raise CoordinationError(f"a work intent must be a non-empty string, got {intent!r}")
+        raise CoordinationError(
+            f"a work intent must be a non-empty string, got {intent!r}", value=intent
+        )
     if mode not in MODES:
-        raise CoordinationError(f"unknown claim mode {mode!r}; expected 'read' or 'write'")
+        raise CoordinationError(
+            f"unknown claim mode {mode!r}; expected 'read' or 'write'", value=mode
+        )
     for path in files:
         if not isinstance(path, str) or not os.path.isabs(path):
-            raise CoordinationError(f"claimed paths must be absolute, got {path!r}")
+            raise CoordinationError(f"claimed paths must be absolute, got {path!r}", value=path)
 
 
 def check_ttl(ttl: object) -> float:
     """Return ``ttl`` as a float. Raises CoordinationError unless it is a positive number."""
     if not is_number(ttl) or not 0 < ttl < float("inf"):
-        raise CoordinationError(f"stale_after must be a positive number of seconds, got {ttl!r}")
+        raise CoordinationError(
+            f"stale_after must be a positive number of seconds, got {ttl!r}", value=ttl
+        )
     return float(ttl)
 
 
@@ -214,7 +222,9 @@ class CoordinationStore:
 
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
-            raise CoordinationError(f"coordination store {str(self.path)!r} is closed")
+            raise CoordinationError(
+                f"coordination store {str(self.path)!r} is closed", value=self.path
+            )
         return self._db
 
     @contextmanager
@@ -230,7 +240,9 @@ class CoordinationStore:
                 db.execute("DELETE FROM claims WHERE expires_at <= ?", (time.time(),))
                 return work(db)
         except sqlite3.Error as exc:
-            raise CoordinationError(f"coordination store {str(self.path)!r}: {exc}") from exc
+            raise CoordinationError(
+                f"coordination store {str(self.path)!r}: {exc}", value=self.path
+            ) from exc
 
     # -- writes -----------------------------------------------------------------------
 
@@ -306,7 +318,9 @@ class CoordinationStore:
                     .fetchall()
                 )
             except sqlite3.Error as exc:
-                raise CoordinationError(f"coordination store {str(self.path)!r}: {exc}") from exc
+                raise CoordinationError(
+                    f"coordination store {str(self.path)!r}: {exc}", value=self.path
+                ) from exc
         return [
             Claim(cid, aid, name, pid, intent, mode, tuple(json.loads(files)), created, expires)
             for cid, aid, name, pid, intent, mode, files, created, expires in rows

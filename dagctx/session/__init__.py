@@ -9,7 +9,7 @@ and has a blocking twin names it with a ``_sync`` suffix: ``await s.mcp_connect(
 ``mcp_disconnect``. (``wait_async``, ``wait_all_async`` and ``wait_any_async``, the names
 before this rule, remain as aliases of ``await_``, ``await_all`` and ``await_any``.) A
 blocking twin must not be called on the session's own loop; it raises
-:class:`~dagctx.errors.DagctxError` naming the async twin.
+:class:`~dagctx.errors.BlockingCallError` naming the async twin.
 
 **Where things are.** :class:`Session` is :class:`~dagctx.session.core.SessionCore` (the
 graph, the tick, the parts, ``close``) plus one verb mixin per concern, each a subclass

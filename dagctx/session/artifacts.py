@@ -7,7 +7,7 @@ its content, bumping its version only when the content differs.
 
 from __future__ import annotations
 
-from dagctx.errors import DagctxError
+from dagctx.errors import NodeTypeError
 from dagctx.graph import NodeRef
 from dagctx.nodes.artifact import ArtifactNode
 from dagctx.nodes.base import NodeState
@@ -31,8 +31,8 @@ class ArtifactVerbs(SessionCore):
         """Add an artifact (as a root, or as the last child of ``parent``); return it.
 
         Raises:
-            DagctxError: an unknown kind (``code``, ``output``, ``error``) or a field of
-                the wrong type; NodeNotFoundError: unknown parent.
+            NodeFieldError: an unknown kind (``code``, ``output``, ``error``) or a field
+                of the wrong type; NodeNotFoundError: unknown parent.
         """
         self._check_open()
         node = ArtifactNode(
@@ -45,11 +45,15 @@ class ArtifactVerbs(SessionCore):
         """Replace an artifact's content; return whether it changed (version + 1 only then).
 
         Raises:
-            NodeNotFoundError: unknown id; DagctxError: not an artifact, or content is
-                not a string.
+            NodeNotFoundError: unknown id; NodeTypeError: not an artifact;
+                NodeFieldError: content is not a string.
         """
         self._check_open()
         target = self.get(node)
         if not isinstance(target, ArtifactNode):
-            raise DagctxError(f"#{target.id} is a {target.type_name} node, not an artifact")
+            raise NodeTypeError(
+                f"#{target.id} is a {target.type_name} node, not an artifact",
+                node_id=target.id,
+                expected="artifact",
+            )
         return target.update(content)

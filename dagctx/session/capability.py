@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dagctx._validate import is_int
 from dagctx.capability import StoredContext
-from dagctx.errors import GraphError
+from dagctx.errors import NodeFieldError
 from dagctx.graph import NodeRef
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.capability import CapabilityNode, hold
@@ -54,7 +54,9 @@ class CapabilityVerbs(SessionCore):
             return node
         new_state = None if state is None else NodeState.parse(state)
         if priority is not None and not is_int(priority):
-            raise GraphError(f"priority must be an int, got {priority!r}")
+            raise NodeFieldError(
+                f"priority must be an int, got {priority!r}", field="priority", value=priority
+            )
         if parent is not None:
             self.graph.link(parent, node)  # a no-op when already linked
         node.adopt(held)

@@ -10,7 +10,12 @@ anything changes: a refused message leaves the graph as it was.
 
 from __future__ import annotations
 
-from dagctx.errors import DagctxError
+from dagctx.errors import (
+    NoActiveTopicError,
+    NodeClosedError,
+    NodeTypeError,
+    ToolCallIdError,
+)
 from dagctx.graph import NodeRef
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.message import MessageNode, check_message_fields
@@ -32,7 +37,8 @@ class ConversationVerbs(SessionCore):
         """Open a new, active topic (as a root, or as the last child of ``parent``).
 
         Raises:
-            DagctxError: an empty title; GraphError for a bad state, priority or parent.
+            NodeFieldError: an empty title; GraphError for a bad state, priority or
+                parent.
         """
         self._check_open()
         node = TopicNode(title, state=state, priority=priority)
@@ -56,10 +62,12 @@ class ConversationVerbs(SessionCore):
         ``tool_call_id``.
 
         Raises:
-            DagctxError: a bad role, content, name or tool_call_id (see
-                :func:`~dagctx.nodes.message.check_message_fields`); a closed topic or a
-                node that is not a topic; no active topic; a tool_call whose id is taken;
-                a tool_result with no unanswered tool_call of its id.
+            NodeFieldError: a bad role, content, name or tool_call_id (see
+                :func:`~dagctx.nodes.message.check_message_fields`).
+            NodeClosedError / NodeTypeError: a closed topic, or a node that is not a
+                topic. NoActiveTopicError: no active topic.
+            ToolCallIdError: a tool_call whose id is taken; a tool_result with no
+                unanswered tool_call of its id.
             NodeNotFoundError: ``topic`` names no node.
         """
         self._check_open()
@@ -67,13 +75,20 @@ class ConversationVerbs(SessionCore):
         target = self._target_topic(topic)
         call = self._tool_call(tool_call_id) if tool_call_id is not None else None
         if role == "tool_call" and call is not None:
-            raise DagctxError(f"tool_call_id {tool_call_id!r} is already used by #{call.id}")
+            raise ToolCallIdError(
+                f"tool_call_id {tool_call_id!r} is already used by #{call.id}",
+                tool_call_id=tool_call_id,
+            )
         if role == "tool_result":
             if call is None:
-                raise DagctxError(f"no tool_call with tool_call_id {tool_call_id!r} to answer")
+                raise ToolCallIdError(
+                    f"no tool_call with tool_call_id {tool_call_id!r} to answer",
+                    tool_call_id=tool_call_id,
+                )
             if call.peer is not None:
-                raise DagctxError(
-                    f"tool_call {tool_call_id!r} (#{call.id}) already has its result #{call.peer}"
+                raise ToolCallIdError(
+                    f"tool_call {tool_call_id!r} (#{call.id}) already has its result #{call.peer}",
+                    tool_call_id=tool_call_id,
                 )
         node = MessageNode(
             role, content, tool_call_id=tool_call_id, name=name, state=state, priority=priority
@@ -87,7 +102,7 @@ class ConversationVerbs(SessionCore):
         """Close ``topic`` (no new messages); closing a closed topic changes nothing.
 
         Raises:
-            NodeNotFoundError: unknown id; DagctxError: the node is not a topic.
+            NodeNotFoundError: unknown id; NodeTypeError: the node is not a topic.
         """
         node = self._as_topic(topic)
         node.close()
@@ -98,7 +113,11 @@ class ConversationVerbs(SessionCore):
     def _as_topic(self, ref: NodeRef) -> TopicNode:
         node = self.get(ref)
         if not isinstance(node, TopicNode):
-            raise DagctxError(f"#{node.id} is a {node.type_name} node, not a topic")
+            raise NodeTypeError(
+                f"#{node.id} is a {node.type_name} node, not a topic",
+                node_id=node.id,
+                expected="topic",
+            )
         return node
 
     def _target_topic(self, ref: NodeRef | None) -> TopicNode:
@@ -108,11 +127,15 @@ class ConversationVerbs(SessionCore):
                 if isinstance(node, TopicNode) and node.active:
                     latest = node
             if latest is None:
-                raise DagctxError("no active topic: open one with topic(title) or pass topic=")
+                raise NoActiveTopicError(
+                    "no active topic: open one with topic(title) or pass topic="
+                )
             return latest
         topic = self._as_topic(ref)
         if not topic.active:
-            raise DagctxError(f"topic {topic.title!r} (#{topic.id}) is closed; open a new one")
+            raise NodeClosedError(
+                f"topic {topic.title!r} (#{topic.id}) is closed; open a new one", node_id=topic.id
+            )
         return topic
 
     def _tool_call(self, tool_call_id: str) -> MessageNode | None:

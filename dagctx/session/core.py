@@ -32,7 +32,13 @@ from dagctx._fs import OutsideRootError, resolve_inside
 from dagctx._validate import is_int
 from dagctx.checkpoint import BaseCheckpointStore
 from dagctx.context import Context
-from dagctx.errors import BudgetError, CycleError, DagctxError, PathError
+from dagctx.errors import (
+    BudgetError,
+    CycleError,
+    NoSessionError,
+    PathError,
+    SessionClosedError,
+)
 from dagctx.graph import ContextGraph, NodeRef
 from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.group import GroupNode, Summarizer
@@ -57,18 +63,20 @@ def current_session() -> Session:
     """The session of the innermost ``with Session(...)`` block.
 
     Raises:
-        DagctxError: no session is active.
+        NoSessionError: no session is active.
     """
     session = _current.get()
     if session is None:
-        raise DagctxError("no current session: open one with `with Session(...) as s:`")
+        raise NoSessionError("no current session: open one with `with Session(...) as s:`")
     return cast("Session", session)  # only a Session enters itself
 
 
 def check_budget(budget: object) -> int:
     """Return ``budget`` if it is a positive int. Raises BudgetError naming it otherwise."""
     if not is_int(budget) or budget <= 0:
-        raise BudgetError(f"budget must be a positive integer number of tokens, got {budget!r}")
+        raise BudgetError(
+            f"budget must be a positive integer number of tokens, got {budget!r}", value=budget
+        )
     return budget
 
 
@@ -108,9 +116,11 @@ class SessionCore:
         try:
             is_dir = root_path.is_dir()
         except OSError as exc:  # a name too long, a symlink loop
-            raise PathError(f"session root {str(root)!r} cannot be used: {exc}") from None
+            raise PathError(
+                f"session root {str(root)!r} cannot be used: {exc}", path=root
+            ) from None
         if not is_dir:
-            raise PathError(f"session root {str(root)!r} is not a directory")
+            raise PathError(f"session root {str(root)!r} is not a directory", path=root)
         self.root = root_path.resolve()
         self.counter = TokenCounter(encoding)
         self.encoding = encoding
@@ -184,7 +194,7 @@ class SessionCore:
 
     def _check_open(self) -> None:
         if self.closed:
-            raise DagctxError("the session is closed")
+            raise SessionClosedError("the session is closed", root=self.root)
 
     # -- paths ------------------------------------------------------------------------
 
@@ -197,15 +207,15 @@ class SessionCore:
         """
         raw = os.fspath(path)
         if not raw or "\x00" in raw:
-            raise PathError(f"invalid path {raw!r}")
+            raise PathError(f"invalid path {raw!r}", path=raw)
         try:
             return resolve_inside(self.root, raw)
         except OutsideRootError:
             raise PathError(
-                f"path {raw!r} is outside the session root {str(self.root)!r}"
+                f"path {raw!r} is outside the session root {str(self.root)!r}", path=raw
             ) from None
         except OSError as exc:  # a symlink loop, a name too long
-            raise PathError(f"cannot use path {raw!r}: {exc}") from None
+            raise PathError(f"cannot use path {raw!r}: {exc}", path=raw) from None
 
     # -- building the graph -----------------------------------------------------------
 
@@ -239,9 +249,9 @@ class SessionCore:
         """
         absolute, relative = self.resolve_path(path)
         if not absolute.exists():
-            raise PathError(f"no such file {os.fspath(path)!r} under {str(self.root)!r}")
+            raise PathError(f"no such file {os.fspath(path)!r} under {str(self.root)!r}", path=path)
         if not absolute.is_file():
-            raise PathError(f"{os.fspath(path)!r} is not a regular file")
+            raise PathError(f"{os.fspath(path)!r} is not a regular file", path=path)
         start = end = None
         if lines is not None:
             start, end = _check_lines(lines)
@@ -274,7 +284,9 @@ class SessionCore:
                 if child.id in above:
                     raise CycleError(
                         f"a group under {self.graph.get(parent).id!r} cannot hold"
-                        f" {child.id!r}: that would close a cycle"
+                        f" {child.id!r}: that would close a cycle",
+                        parent=self.graph.get(parent).id,
+                        child=child.id,
                     )
         node = GroupNode(title, summarizer=summarizer, state=state, priority=priority)
         self.add(node, parent=parent)
@@ -466,9 +478,11 @@ def _check_lines(lines: Iterable[Any]) -> tuple[int, int | None]:
     try:
         start, end = lines
     except (TypeError, ValueError):
-        raise PathError(f"lines must be a (start, end) pair, got {lines!r}") from None
+        raise PathError(f"lines must be a (start, end) pair, got {lines!r}", value=lines) from None
     ints = [v for v in (start, end) if v is not None]
     valid = start is not None and all(is_int(v) for v in ints)
     if not valid or start < 1 or (end is not None and end < start):
-        raise PathError(f"invalid line range {lines!r}: need 1 <= start <= end (end may be None)")
+        raise PathError(
+            f"invalid line range {lines!r}: need 1 <= start <= end (end may be None)", value=lines
+        )
     return start, end

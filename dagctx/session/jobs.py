@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from dagctx._validate import is_finite
-from dagctx.errors import DagctxError
+from dagctx.errors import ArgumentError, BlockingCallError
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.lock import (
     DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT,
@@ -175,8 +175,8 @@ class JobVerbs(SessionCore):
         After a timeout the node is returned as it is (e.g. still ``running``).
 
         Raises:
-            NodeNotFoundError: unknown node. DagctxError: bad timeout, or called on the
-            session's own loop (use :meth:`await_`).
+            NodeNotFoundError: unknown node. ArgumentError: bad timeout.
+            BlockingCallError: called on the session's own loop (use :meth:`await_`).
         """
         return self.wait_all([node], timeout)[0]
 
@@ -204,7 +204,8 @@ class JobVerbs(SessionCore):
         left to come; ``None`` after a timeout.
 
         Raises:
-            DagctxError: ``nodes`` is empty, a bad timeout, or called on the session's loop.
+            ArgumentError: ``nodes`` is empty or a bad timeout.
+            BlockingCallError: called on the session's loop.
             NodeNotFoundError: an unknown node.
         """
         targets, futures = self._wait_targets(nodes, timeout, need_one=True)
@@ -257,14 +258,22 @@ class JobVerbs(SessionCore):
         blocking: bool = True,
     ) -> tuple[list[Any], list[concurrent.futures.Future[None]]]:
         if isinstance(nodes, str | Node):
-            raise DagctxError(f"expected a list of nodes, got {nodes!r}")
+            raise ArgumentError(
+                f"expected a list of nodes, got {nodes!r}", name="nodes", value=nodes
+            )
         targets = [self.graph.get(n) for n in nodes]
         if need_one and not targets:
-            raise DagctxError("wait_any needs at least one node, got none")
+            raise ArgumentError(
+                "wait_any needs at least one node, got none", name="nodes", value=nodes
+            )
         if timeout is not None and (not is_finite(timeout) or timeout < 0):
-            raise DagctxError(f"wait timeout must be None or a number >= 0, got {timeout!r}")
+            raise ArgumentError(
+                f"wait timeout must be None or a number >= 0, got {timeout!r}",
+                name="timeout",
+                value=timeout,
+            )
         if blocking and self.background.in_loop_thread():
-            raise DagctxError("a blocking wait was called on the session's loop;"
+            raise BlockingCallError("a blocking wait was called on the session's loop;"
                               " use `await session.await_(...)` (formerly wait_async)")  # fmt: skip
         return targets, self._jobs.futures(targets)
 

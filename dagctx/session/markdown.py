@@ -33,9 +33,9 @@ class MarkdownVerbs(SessionCore):
         """
         absolute, relative = self.resolve_path(path)
         if not absolute.exists():
-            raise PathError(f"no such file {os.fspath(path)!r} under {str(self.root)!r}")
+            raise PathError(f"no such file {os.fspath(path)!r} under {str(self.root)!r}", path=path)
         if not absolute.is_file():
-            raise PathError(f"{os.fspath(path)!r} is not a regular file")
+            raise PathError(f"{os.fspath(path)!r} is not a regular file", path=path)
         if parent is not None:
             self.graph.get(parent)
         node = MarkdownNode(

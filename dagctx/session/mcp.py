@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dagctx._validate import is_number
-from dagctx.errors import DagctxError
+from dagctx.errors import ArgumentError, MCPStateError, MCPToolNotFoundError, PathError
 from dagctx.mcp import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT
 from dagctx.nodes.artifact import ArtifactNode
 from dagctx.nodes.base import NodeState
@@ -44,7 +44,8 @@ class MCPVerbs(SessionCore):
     # -- registry ---------------------------------------------------------------------
 
     def mcp_server(self, name: str) -> MCPServerNode:
-        """The node of the MCP server called ``name``. Raises DagctxError if unknown."""
+        """The node of the MCP server called ``name``. Raises MCPServerNotFoundError if
+        unknown."""
         return self._mcp.entry(name).node
 
     def mcp_servers(self) -> list[MCPServerNode]:
@@ -87,8 +88,9 @@ class MCPVerbs(SessionCore):
         nodes only.
 
         Raises:
-            DagctxError: a bad name, target, environment or timeout, or a server of that
-                name is connected already (nothing changes).
+            ArgumentError: a bad name, target, environment or timeout; PathError: ``cwd``
+                is not a directory; MCPStateError: a server of that name is connected
+                already (nothing changes).
             NodeNotFoundError: ``parent`` is not in the graph.
         """
         from dagctx.mcp.client import MCPClientError, MCPConnection  # the SDK loads here
@@ -97,9 +99,11 @@ class MCPVerbs(SessionCore):
         argv, env_map, workdir = _check_connect(self.root, name, command, url, env, cwd, timeout)
         entry = self._mcp.get(name)
         if entry is not None and entry.connection is not None:
-            raise DagctxError(
+            raise MCPStateError(
                 f"MCP server {name!r} is connected already; disconnect it first "
-                f"(`await session.mcp_disconnect({name!r})`)"
+                f"(`await session.mcp_disconnect({name!r})`)",
+                server=name,
+                status=entry.node.status,
             )
         if parent is not None:
             self.graph.get(parent)
@@ -157,7 +161,8 @@ class MCPVerbs(SessionCore):
         when the tool reported an error) and returned with it as ``result.artifact``.
 
         Raises:
-            DagctxError: unknown server, server not connected, unknown tool, bad
+            MCPServerNotFoundError: unknown server; MCPStateError: server not
+                connected; MCPToolNotFoundError: unknown tool; ArgumentError: bad
                 arguments (nothing changes).
             MCPClientError: the call timed out or failed at the protocol level.
         """
@@ -165,16 +170,22 @@ class MCPVerbs(SessionCore):
         entry = self._mcp.entry(server)
         connection = entry.connection
         if connection is None or entry.node.status != "connected":
-            raise DagctxError(
-                f"MCP server {server!r} is not connected (status: {entry.node.status})"
+            raise MCPStateError(
+                f"MCP server {server!r} is not connected (status: {entry.node.status})",
+                server=server,
+                status=entry.node.status,
             )
         if arguments is not None and not isinstance(arguments, Mapping):
-            raise DagctxError(f"arguments must be a mapping, got {arguments!r}")
+            raise ArgumentError(
+                f"arguments must be a mapping, got {arguments!r}", name="arguments", value=arguments
+            )
         merged = {**(arguments or {}), **args}
         names = [spec.name for spec in connection.tools]
         if tool not in names:
-            raise DagctxError(
-                f"MCP server {server!r} has no tool {tool!r}; its tools: {', '.join(names)}"
+            raise MCPToolNotFoundError(
+                f"MCP server {server!r} has no tool {tool!r}; its tools: {', '.join(names)}",
+                server=server,
+                tool=tool,
             )
         _check_timeout(timeout)
         result = await self._mcp.on_loop(connection.call(tool, merged, timeout))
@@ -200,13 +211,18 @@ class MCPVerbs(SessionCore):
         description per added, updated or removed tool.
 
         Raises:
-            DagctxError: unknown or unconnected server; MCPClientError: the listing failed.
+            MCPServerNotFoundError / MCPStateError: unknown or unconnected server;
+            MCPClientError: the listing failed.
         """
         self._check_open()
         entry = self._mcp.entry(name)
         connection = entry.connection
         if connection is None:
-            raise DagctxError(f"MCP server {name!r} is not connected (status: {entry.node.status})")
+            raise MCPStateError(
+                f"MCP server {name!r} is not connected (status: {entry.node.status})",
+                server=name,
+                status=entry.node.status,
+            )
         seq, tools = await self._mcp.on_loop(connection.list_tools())
         return self._mcp.apply_tools(name, connection, seq, tools)
 
@@ -221,7 +237,7 @@ class MCPVerbs(SessionCore):
         node stays, in status ``disconnected``. Idempotent; return the node.
 
         Raises:
-            DagctxError: no server of that name.
+            MCPServerNotFoundError: no server of that name.
         """
         self._check_open()
         entry = self._mcp.entry(name)
@@ -248,40 +264,62 @@ def _check_connect(
 ) -> tuple[list[str] | None, dict[str, str], str | None]:
     """Validate mcp_connect's arguments; return (argv, env, working directory)."""
     if not isinstance(name, str) or not name.strip():
-        raise DagctxError(f"an MCP server needs a non-empty name, got {name!r}")
+        raise ArgumentError(
+            f"an MCP server needs a non-empty name, got {name!r}", name="name", value=name
+        )
     if (command is None) == (url is None):
-        raise DagctxError("give either command=[...] (stdio) or url=... (streamable HTTP)")
+        raise ArgumentError(
+            "give either command=[...] (stdio) or url=... (streamable HTTP)",
+            name="command",
+            value=command,
+        )
     argv: list[str] | None = None
     if command is not None:
         if isinstance(command, str | bytes) or not isinstance(command, Sequence):
-            raise DagctxError(f"command must be a list of strings (argv), got {command!r}")
+            raise ArgumentError(
+                f"command must be a list of strings (argv), got {command!r}",
+                name="command",
+                value=command,
+            )
         argv = list(command)
         if not argv or not all(isinstance(part, str) and part for part in argv):
-            raise DagctxError(f"command must be a non-empty list of strings, got {command!r}")
+            raise ArgumentError(
+                f"command must be a non-empty list of strings, got {command!r}",
+                name="command",
+                value=command,
+            )
     if url is not None and (
         not isinstance(url, str) or not url.startswith(("http://", "https://"))
     ):
-        raise DagctxError(f"url must be an http:// or https:// URL, got {url!r}")
+        raise ArgumentError(
+            f"url must be an http:// or https:// URL, got {url!r}", name="url", value=url
+        )
     if env is None:
         env = {}
     if not isinstance(env, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in env.items()
     ):
-        raise DagctxError(f"env must map strings to strings, got {env!r}")
+        raise ArgumentError(f"env must map strings to strings, got {env!r}", name="env", value=env)
     _check_timeout(timeout)
     workdir: str | None = None
     if argv is not None:
         workdir = str(root) if cwd is None else os.fspath(cwd)
         if not os.path.isdir(workdir):
-            raise DagctxError(f"cwd {workdir!r} is not a directory")
+            raise PathError(f"cwd {workdir!r} is not a directory", path=workdir)
     elif cwd is not None:
-        raise DagctxError("cwd only applies to a stdio server (command=[...])")
+        raise ArgumentError(
+            "cwd only applies to a stdio server (command=[...])", name="cwd", value=cwd
+        )
     return argv, dict(env), workdir
 
 
 def _check_timeout(timeout: object) -> None:
     if not is_number(timeout) or not timeout > 0:
-        raise DagctxError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        raise ArgumentError(
+            f"timeout must be a positive number of seconds, got {timeout!r}",
+            name="timeout",
+            value=timeout,
+        )
 
 
 def _call_title(server: str, tool: str, arguments: Mapping[str, Any]) -> str:

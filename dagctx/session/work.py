@@ -19,7 +19,7 @@ import os
 import weakref
 from collections.abc import Callable, Iterable
 
-from dagctx.errors import DagctxError, PathError
+from dagctx.errors import ForeignWorkError, NodeClosedError, NodeTypeError, PathError
 from dagctx.graph import NodeRef
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.work import WorkNode
@@ -62,12 +62,13 @@ class WorkVerbs(SessionCore):
         if current is not None and self._active_work(current):
             raise CoordinationError(
                 f"this session holds active claims in {str(current.store.path)!r};"
-                " finish them with work_done() before choosing another store"
+                " finish them with work_done() before choosing another store",
+                value=current.store.path,
             )
         check_ttl(stale_after)
         agent = Agent.new(agent_name)
         if path is not None and not isinstance(path, str | os.PathLike):
-            raise CoordinationError(f"a store path must be a path, got {path!r}")
+            raise CoordinationError(f"a store path must be a path, got {path!r}", value=path)
         target = self.root / (STORE_PATH if path is None else os.fspath(path))
         store = CoordinationStore(target)
         board = WorkBoard(store, agent, stale_after=stale_after, tick_of=_turn_of(self))
@@ -125,13 +126,16 @@ class WorkVerbs(SessionCore):
         expired claim is taken again); return the node.
 
         Raises:
-            NodeNotFoundError: unknown id. DagctxError: not a WorkNode of this session, or
-            the work is done. PathError / CoordinationError: as for :meth:`work_on`.
+            NodeNotFoundError: unknown id. NodeTypeError / ForeignWorkError: not a
+            WorkNode of this session. NodeClosedError: the work is done. PathError /
+            CoordinationError: as for :meth:`work_on`.
         """
         self._check_open()
         work = self._own_work(node)
         if work.status == "done":
-            raise DagctxError(f"work #{work.id} ({work.intent!r}) is done; start a new one")
+            raise NodeClosedError(
+                f"work #{work.id} ({work.intent!r}) is done; start a new one", node_id=work.id
+            )
         if isinstance(files, str | os.PathLike):
             files = [files]
         paths = work.paths if files is None else self._claim_paths(files)
@@ -153,7 +157,8 @@ class WorkVerbs(SessionCore):
         """Release a claim and mark its WorkNode done; False if it was done already.
 
         Raises:
-            NodeNotFoundError: unknown id. DagctxError: not a WorkNode of this session.
+            NodeNotFoundError: unknown id. NodeTypeError / ForeignWorkError: not a
+            WorkNode of this session.
             CoordinationError: the store failed (the node stays as it was).
         """
         self._check_open()
@@ -178,7 +183,7 @@ class WorkVerbs(SessionCore):
         paths = []
         for path in files:
             if not isinstance(path, str | os.PathLike):
-                raise PathError(f"a claimed file must be a path, got {path!r}")
+                raise PathError(f"a claimed file must be a path, got {path!r}", path=path)
             absolute, _ = self.resolve_path(path)
             paths.append(absolute.as_posix())
         return paths
@@ -186,11 +191,16 @@ class WorkVerbs(SessionCore):
     def _own_work(self, ref: NodeRef) -> WorkNode:
         node = self.get(ref)
         if not isinstance(node, WorkNode):
-            raise DagctxError(f"#{node.id} is a {node.type_name} node, not a work node")
+            raise NodeTypeError(
+                f"#{node.id} is a {node.type_name} node, not a work node",
+                node_id=node.id,
+                expected="work",
+            )
         if node.board is None or node.board is not self._work.board:
-            raise DagctxError(
+            raise ForeignWorkError(
                 f"work #{node.id} is not a claim of this session's agent (a loaded or"
-                " foreign node); start a new one with work_on()"
+                " foreign node); start a new one with work_on()",
+                node_id=node.id,
             )
         return node
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from dagctx._validate import is_int
-from dagctx.errors import DagctxError
+from dagctx.errors import ArgumentError, WatchError
 from dagctx.watch.tracker import TreeTracker
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ async def _next_batch(
     None once the watcher stopped.
 
     Raises:
-        DagctxError: the watcher failed (e.g. the OS limit of watched directories).
+        WatchError: the watcher failed (e.g. the OS limit of watched directories).
     """
     merged: set[FileChange] = set()
     item = await batches.get()
@@ -79,9 +79,10 @@ async def _next_batch(
                 return merged
             if item is None:
                 return None
-            raise DagctxError(
+            raise WatchError(
                 f"cannot watch files: {item} (on Linux, raise fs.inotify.max_user_watches"
-                " or set WATCHFILES_FORCE_POLLING=1)"
+                " or set WATCHFILES_FORCE_POLLING=1)",
+                value=item,
             ) from item
         merged |= item
         if batches.empty():
@@ -113,12 +114,16 @@ class WatchVerbs:
 
         Raises:
             PathError: ``path`` is outside the root or not a directory.
-            DagctxError: ``debounce_ms`` or ``step_ms`` is not a positive int; the OS
-                refused to watch the tree.
+            ArgumentError: ``debounce_ms`` or ``step_ms`` is not a positive int.
+            WatchError: the OS refused to watch the tree.
         """
         for name, value in (("debounce_ms", debounce_ms), ("step_ms", step_ms)):
             if not is_int(value) or value <= 0:
-                raise DagctxError(f"{name} must be a positive int of milliseconds, got {value!r}")
+                raise ArgumentError(
+                    f"{name} must be a positive int of milliseconds, got {value!r}",
+                    name=name,
+                    value=value,
+                )
         session = cast("Session", self)
         tracker = TreeTracker(session, path, ignore=ignore)
         batches: asyncio.Queue[set[FileChange] | BaseException | None] = asyncio.Queue()

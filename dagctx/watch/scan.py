@@ -46,7 +46,7 @@ def scan_tree(
     """
     absolute, relative = session.resolve_path(path)
     if not absolute.is_dir():
-        raise PathError(f"{os.fspath(path)!r} is not a directory")
+        raise PathError(f"{os.fspath(path)!r} is not a directory", path=path)
     top_rel = "" if relative == "." else relative
     if keep is None:
         keep = TreeFilter(session.root, top=top_rel)

@@ -140,7 +140,7 @@ class TreeTracker:
     ) -> None:
         absolute, relative = session.resolve_path(path)
         if not absolute.is_dir():
-            raise PathError(f"{os.fspath(path)!r} is not a directory")
+            raise PathError(f"{os.fspath(path)!r} is not a directory", path=path)
         self.session = session
         self.directory = absolute
         self.top = "" if relative == "." else relative

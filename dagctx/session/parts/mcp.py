@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dagctx.errors import DagctxError
+from dagctx.errors import MCPServerNotFoundError
 from dagctx.mcp import SHUTDOWN_TIMEOUT
 from dagctx.nodes.mcp import MCPServerNode, ToolSpec
 from dagctx.session.parts.intake import Intake
@@ -58,12 +58,15 @@ class MCPClients:
         """The server called ``name``.
 
         Raises:
-            DagctxError: no server of that name (the message lists the known ones).
+            MCPServerNotFoundError: no server of that name (the message lists the known
+                ones).
         """
         entry = self._servers.get(name)
         if entry is None:
             known = ", ".join(sorted(self._servers)) or "none"
-            raise DagctxError(f"no MCP server named {name!r}; known servers: {known}")
+            raise MCPServerNotFoundError(
+                f"no MCP server named {name!r}; known servers: {known}", name=name
+            )
         return entry
 
     def all(self) -> list[MCPServer]:

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from dagctx.errors import DagctxError
+from dagctx.errors import BlockingCallError, SessionClosedError
 
 T = TypeVar("T")
 
@@ -64,7 +64,7 @@ class BackgroundRunner:
     def _running_portal(self) -> BlockingPortal:
         with self._lock:
             if self._closed:
-                raise DagctxError("the session is closed: its background loop has stopped")
+                raise SessionClosedError("the session is closed: its background loop has stopped")
             if self._portal is None:
                 portal_cm = start_blocking_portal("asyncio")
                 portal = portal_cm.__enter__()
@@ -77,11 +77,11 @@ class BackgroundRunner:
         of its result. Cancelling the future cancels the task.
 
         Raises:
-            DagctxError: the runner is closed (``coro`` is closed unrun).
+            SessionClosedError: the runner is closed (``coro`` is closed unrun).
         """
         try:
             portal = self._running_portal()
-        except DagctxError:
+        except SessionClosedError:
             coro.close()
             raise
         if self.in_loop_thread():  # the portal only takes calls from other threads
@@ -92,13 +92,13 @@ class BackgroundRunner:
         """Run ``coro`` on the loop and wait (at most ``timeout`` seconds) for its result.
 
         Raises:
-            DagctxError: called from the loop's own thread (it would deadlock), or the
-                runner is closed.
+            BlockingCallError: called from the loop's own thread (it would deadlock).
+            SessionClosedError: the runner is closed.
             TimeoutError: no result within ``timeout`` (the task is cancelled).
         """
         if self.in_loop_thread():
             coro.close()
-            raise DagctxError("a blocking session call was made inside the session's loop;"
+            raise BlockingCallError("a blocking session call was made inside the session's loop;"
                               " use the async twin (e.g. `await session.atick()`)")  # fmt: skip
         future = self.submit(coro)
         try:
