@@ -508,7 +508,7 @@ def check_loaded(path: Path, root: Path) -> None:
     event("loaded")
     with s:
         g = s.graph
-        assert nx.is_directed_acyclic_graph(g._dag)
+        assert nx.is_directed_acyclic_graph(g._adj.digraph)
         assert [n.id for n in g.roots()] == [n.id for n in g if not g.parents(n)] or {
             n.id for n in g.roots()
         } == {n.id for n in g if not g.parents(n)}

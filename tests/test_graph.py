@@ -392,7 +392,7 @@ class GraphMachine(RuleBasedStateMachine):
     def acyclic(self) -> None:
         import networkx as nx
 
-        assert nx.is_directed_acyclic_graph(self.g._dag)
+        assert nx.is_directed_acyclic_graph(self.g._adj.digraph)
 
 
 TestGraphModel = GraphMachine.TestCase

@@ -314,7 +314,7 @@ class SessionModel(RuleBasedStateMachine):
         for nid, kids in self.children.items():
             assert [c.id for c in g.children(nid)] == kids
             assert (not g.parents(nid)) == (nid in self.roots)
-        assert nx.is_directed_acyclic_graph(g._dag)
+        assert nx.is_directed_acyclic_graph(g._adj.digraph)
 
     @invariant()
     def text_nodes_show_what_the_model_says(self) -> None:

@@ -1,11 +1,14 @@
 """The context graph: typed nodes in an ordered multi-parent DAG, and the change cascade.
 
 Owns the DAG (:mod:`.core`: nodes, ordered edges, roots, glitch-free notification,
-scheduling), its structure checkpoints and the trace log. Imports only
+scheduling), its edge store (:mod:`._adjacency`, the only reader of networkx's private
+fields), its structure checkpoints (:mod:`.checkpoints`) and the trace log. No module
+outside this package touches a graph's private fields. Imports only
 :mod:`dagctx.nodes.base` and :mod:`dagctx.errors`; it must not import the projection,
 the session or anything that does I/O.
 """
 
-from dagctx.graph.core import ContextGraph, NodeRef, StructureCheckpoint
+from dagctx.graph.checkpoints import StructureCheckpoint
+from dagctx.graph.core import ContextGraph, NodeRef
 
 __all__ = ["ContextGraph", "NodeRef", "StructureCheckpoint"]

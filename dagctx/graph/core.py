@@ -1,6 +1,8 @@
 """ContextGraph: typed nodes in an ordered, multi-parent DAG, with the change cascade.
 
-Edges run parent → child and are stored in a :class:`networkx.DiGraph`. The graph keeps
+Edges run parent → child and are stored in a :class:`networkx.DiGraph` behind
+:class:`~dagctx.graph._adjacency.Adjacency` (the only code that reads networkx's private
+adjacency dicts). The graph keeps
 these invariants after every public call, and a call that would break one raises a
 :class:`~dagctx.errors.GraphError` subclass before changing anything:
 
@@ -17,153 +19,30 @@ these invariants after every public call, and a call that would break one raises
 6. **Unique ids**: ids are unique; unknown ids raise
    :class:`~dagctx.errors.NodeNotFoundError`.
 
-Structure checkpoints save edges with child order, root order and node states; content is
-not saved (nodes are live objects).
+Structure checkpoints (:mod:`dagctx.graph.checkpoints`) save edges with child order, root
+order and node states; content is not saved (nodes are live objects).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from itertools import compress, repeat
-from operator import attrgetter, ne
-
-import networkx as nx
 
 from dagctx._validate import is_int
 from dagctx.errors import CheckpointError, CycleError, GraphError, NodeNotFoundError
-from dagctx.nodes.base import Node, NodeState, Trace
+from dagctx.graph._adjacency import Adjacency
+from dagctx.graph.checkpoints import StructureCheckpoint, restore_structure
+from dagctx.nodes.base import Node, Trace
 
 NodeRef = Node | str
-_STATE = attrgetter("state")
-
-
-class _NoAttributes(dict[str, object]):
-    """The one attribute mapping of every node and edge of a :class:`_Dag`: always empty.
-
-    dagctx stores nothing in networkx's attribute dicts; sharing one empty mapping saves
-    two dicts per node and edge. Adding an attribute raises TypeError.
-    """
-
-    __slots__ = ()
-
-    def update(self, *args: object, **kwargs: object) -> None:
-        if any(args) or kwargs:
-            raise TypeError("dagctx graphs keep no node or edge attributes")
-
-    def __setitem__(self, key: object, value: object) -> None:
-        raise TypeError("dagctx graphs keep no node or edge attributes")
-
-
-_NO_ATTRIBUTES = _NoAttributes()
-
-
-def _no_attributes() -> _NoAttributes:
-    return _NO_ATTRIBUTES
-
-
-class _Dag(nx.DiGraph):
-    """A networkx DiGraph whose nodes and edges share one empty attribute mapping."""
-
-    node_attr_dict_factory = staticmethod(_no_attributes)
-    edge_attr_dict_factory = staticmethod(_no_attributes)
-
-
-class StructureCheckpoint:
-    """A saved structure: ordered children per parent, root order, node states, nodes.
-
-    A checkpoint made by :meth:`ContextGraph.checkpoint` does not copy every node's
-    children: while it is *live*, the graph hands it a parent's children the first time
-    they change afterwards (copy on write), so taking it and restoring it cost what
-    changed in between, not the size of the graph. :attr:`children` is assembled on first
-    access, which ends the copy on write (the checkpoint then holds a plain copy). States
-    are kept as one byte per node.
-    """
-
-    __slots__ = (
-        "_added",
-        "_children",
-        "_codes",
-        "_graph",
-        "_mark",
-        "_pre",
-        "_removed",
-        "name",
-        "nodes",
-        "roots",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        children: dict[str, tuple[str, ...]],
-        roots: tuple[str, ...],
-        states: dict[str, NodeState],
-        nodes: dict[str, Node],
-    ) -> None:
-        self.name = name
-        self.roots = roots
-        self.nodes = nodes
-        self._children: dict[str, tuple[str, ...]] | None = children
-        self._codes = bytes(states.get(nid, nodes[nid].state) for nid in nodes)
-        self._graph: ContextGraph | None = None
-        self._pre: dict[str, tuple[str, ...]] = {}  # children before their first change
-        self._added: dict[str, None] = {}  # nodes added since, in order
-        self._removed: set[str] = set()  # nodes of the checkpoint removed since
-        self._mark = 0  # length of the graph's traces when taken (live checkpoints)
-
-    @classmethod
-    def _live(cls, name: str, graph: ContextGraph) -> StructureCheckpoint:
-        saved = cls.__new__(cls)
-        saved.name = name
-        saved.roots = tuple(graph._roots)
-        saved.nodes = dict(graph._nodes)
-        saved._codes = bytes(map(_STATE, saved.nodes.values()))
-        saved._children = None
-        saved._graph = graph
-        saved._pre, saved._added, saved._removed = {}, {}, set()
-        saved._mark = len(graph.traces)
-        return saved
-
-    @property
-    def live(self) -> bool:
-        """Whether the graph still reports changes to it (copy on write)."""
-        return self._graph is not None
-
-    @property
-    def states(self) -> dict[str, NodeState]:
-        """Node id → state at the checkpoint."""
-        return dict(zip(self.nodes, map(NodeState, self._codes), strict=True))
-
-    @property
-    def children(self) -> dict[str, tuple[str, ...]]:
-        """Parent id → its children at the checkpoint, in order (parents only)."""
-        if self._children is None:
-            graph = self._graph
-            assert graph is not None
-            pre, added = self._pre, self._added
-            succ = graph._dag._succ
-            kids = {p: tuple(c) for p, c in succ.items() if c and p not in pre and p not in added}
-            kids.update((p, c) for p, c in pre.items() if c)
-            self._children = kids
-            graph._watching.remove(self)
-            self._graph, self._pre = None, {}
-        return self._children
-
-    def _changing(self, pid: str, kids: Iterable[str]) -> None:
-        if pid not in self._pre and pid not in self._added:
-            self._pre[pid] = tuple(kids)
-
-    def __repr__(self) -> str:
-        return f"<StructureCheckpoint {self.name!r}: {len(self.nodes)} nodes>"
 
 
 class ContextGraph:
     """The DAG of context nodes. See the module docstring for its invariants."""
 
     def __init__(self) -> None:
-        self._dag = _Dag()
+        self._adj = Adjacency()
         self._nodes: dict[str, Node] = {}
         self._roots: dict[str, None] = {}
         self._id_counters: dict[str, itertools.count[int]] = {}
@@ -232,7 +111,7 @@ class ContextGraph:
             node.id = self.new_id(node.type_name)
         node.graph = self
         self._nodes[node.id] = node
-        self._dag.add_node(node.id)
+        self._adj.add_node(node.id)
         self._roots[node.id] = None
         self.structure_version += 1
         for saved in self._watching:
@@ -251,14 +130,15 @@ class ContextGraph:
         """
         node = self.get(ref)
         parents = self.parents(node)
-        orphans = [c for c in self.children(node) if self._dag.in_degree(c.id) == 1]
+        pred = self._adj.pred
+        orphans = [c for c in self.children(node) if len(pred[c.id]) == 1]
         for parent in parents:
             self._children_changing(parent.id)
         self._children_changing(node.id)
         for saved in self._watching:
             if saved._added.pop(node.id, 0) is not None and node.id in saved.nodes:
                 saved._removed.add(node.id)
-        self._dag.remove_node(node.id)
+        self._adj.remove_node(node.id)
         self.structure_version += 1
         del self._nodes[node.id]
         self._roots.pop(node.id, None)
@@ -277,34 +157,34 @@ class ContextGraph:
         """Nodes without parents, in root order."""
         return [self._nodes[i] for i in self._roots]
 
-    # The accessors below read networkx's adjacency dicts directly (``_succ``/``_pred``):
-    # its view objects cost a call and an allocation per access, and these are hot paths.
+    # The accessors below read the adjacency rows directly (see :mod:`._adjacency`): these
+    # are hot paths.
 
     def parents(self, ref: NodeRef) -> list[Node]:
         """The node's parents, in the order they were linked."""
         nodes = self._nodes
-        return [nodes[i] for i in self._dag._pred[self.get(ref).id]]
+        return [nodes[i] for i in self._adj.pred[self.get(ref).id]]
 
     def children(self, ref: NodeRef) -> list[Node]:
         """The node's children, in order."""
         nodes = self._nodes
-        return [nodes[i] for i in self._dag._succ[self.get(ref).id]]
+        return [nodes[i] for i in self._adj.succ[self.get(ref).id]]
 
     def child_count(self, ref: NodeRef) -> int:
         """How many children the node has."""
-        return len(self._dag._succ[self.get(ref).id])
+        return len(self._adj.succ[self.get(ref).id])
 
     def child_ids(self, node_id: str) -> list[str]:
         """Ids of a node's children in order (no existence check: hot path)."""
-        return list(self._dag._succ[node_id])
+        return list(self._adj.succ[node_id])
 
     def child_nodes(self, node_id: str) -> list[Node]:
         """A node's children in order, by id (no existence check: hot path)."""
         nodes = self._nodes
-        return [nodes[i] for i in self._dag._succ[node_id]]
+        return [nodes[i] for i in self._adj.succ[node_id]]
 
     def has_parents(self, node_id: str) -> bool:
-        return bool(self._dag._pred[node_id])
+        return bool(self._adj.pred[node_id])
 
     def ancestors(self, ref: NodeRef) -> list[Node]:
         """All ancestors of a node, children before parents (topological order)."""
@@ -316,14 +196,15 @@ class ContextGraph:
         start = self.get(ref).id
         seen: set[str] = set()
         out: list[Node] = []
-        stack = list(reversed(list(self._dag.succ[start])))
+        succ = self._adj.succ
+        stack = list(reversed(list(succ[start])))
         while stack:
             nid = stack.pop()
             if nid in seen:
                 continue
             seen.add(nid)
             out.append(self._nodes[nid])
-            stack.extend(reversed(list(self._dag.succ[nid])))
+            stack.extend(reversed(list(succ[nid])))
         return out
 
     def link(
@@ -349,24 +230,19 @@ class ContextGraph:
             raise GraphError("give either after= or index=, not both")
         if p is c:
             raise CycleError(f"cannot link node {p.id!r} to itself")
-        dag = self._dag
-        if dag.has_edge(p.id, c.id):
+        adj = self._adj
+        if adj.has_edge(p.id, c.id):
             return
         # A child without children cannot reach the parent: skip the path search.
-        if dag.succ[c.id] and nx.has_path(dag, c.id, p.id):
+        if adj.succ[c.id] and adj.has_path(c.id, p.id):
             raise CycleError(f"linking {p.id!r} → {c.id!r} would close a cycle")
-        self._children_changing(p.id)
         if after is None and index is None:
-            dag.add_edge(p.id, c.id)  # appended: no need to rebuild the sibling order
+            self._children_changing(p.id)
+            adj.add_edge(p.id, c.id)  # appended: no need to rebuild the sibling order
         else:
-            siblings = list(dag.succ[p.id])
-            position = self._position(p, siblings, after, index)
-            tail = siblings[position:]
-            for sibling in tail:
-                dag.remove_edge(p.id, sibling)
-            dag.add_edge(p.id, c.id)
-            for sibling in tail:
-                dag.add_edge(p.id, sibling)
+            position = self._position(p, list(adj.succ[p.id]), after, index)
+            self._children_changing(p.id)
+            adj.insert_child(p.id, c.id, position)
         self.structure_version += 1
         self._roots.pop(c.id, None)
         p.mark_changed(f"linked child {c.id}")
@@ -395,16 +271,16 @@ class ContextGraph:
             CycleError: a child is ``parent`` or one of its ancestors (nothing is linked).
         """
         p = self.get(parent)
-        dag = self._dag
+        adj = self._adj
         kids: list[Node] = []
         seen: set[str] = set()
         for ref in children:
             c = self.get(ref)
-            if c.id in seen or dag.has_edge(p.id, c.id):
+            if c.id in seen or adj.has_edge(p.id, c.id):
                 continue
             if p is c:
                 raise CycleError(f"cannot link node {p.id!r} to itself")
-            if dag._succ[c.id] and nx.has_path(dag, c.id, p.id):
+            if adj.succ[c.id] and adj.has_path(c.id, p.id):
                 raise CycleError(f"linking {p.id!r} → {c.id!r} would close a cycle")
             seen.add(c.id)
             kids.append(c)
@@ -412,7 +288,7 @@ class ContextGraph:
             return
         self._children_changing(p.id)
         for c in kids:
-            dag.add_edge(p.id, c.id)
+            adj.add_edge(p.id, c.id)
             self._roots.pop(c.id, None)
         self.structure_version += 1
         what = f"child {kids[0].id}" if len(kids) == 1 else f"{len(kids)} children"
@@ -426,12 +302,12 @@ class ContextGraph:
             GraphError: there is no such edge.
         """
         p, c = self.get(parent), self.get(child)
-        if not self._dag.has_edge(p.id, c.id):
+        if not self._adj.has_edge(p.id, c.id):
             raise GraphError(f"{c.id!r} is not a child of {p.id!r}")
         self._children_changing(p.id)
-        self._dag.remove_edge(p.id, c.id)
+        self._adj.remove_edge(p.id, c.id)
         self.structure_version += 1
-        if not self._dag.pred[c.id]:
+        if not self._adj.pred[c.id]:
             self._roots[c.id] = None
         p.mark_changed(f"unlinked child {c.id}")
 
@@ -498,7 +374,7 @@ class ContextGraph:
         Also returns, per ancestor, the first child through which a change reached it.
         Costs O(edges among the ancestors), whatever the fan-out of the nodes involved.
         """
-        pred = self._dag._pred  # the raw dicts: networkx views cost a call per access
+        pred = self._adj.pred  # the raw rows: networkx views cost a call per access
         # An origin that is an ancestor of another origin is notified too (it is reached
         # as a parent below); only origins that are no one's ancestor stay out.
         seen: set[str] = set()
@@ -577,7 +453,7 @@ class ContextGraph:
     def _children_changing(self, parent_id: str) -> None:
         """Hand the children of ``parent_id`` to the live checkpoints before they change."""
         if self._watching:
-            kids = self._dag._succ[parent_id]
+            kids = self._adj.succ[parent_id]
             for saved in self._watching:
                 saved._changing(parent_id, kids)
 
@@ -598,25 +474,6 @@ class ContextGraph:
         self._forget(checkpoint.name)
         self._checkpoints[checkpoint.name] = checkpoint
 
-    def _restore_states(self, saved: StructureCheckpoint) -> None:
-        """Set every node of ``saved`` back to its state there. A live checkpoint only
-        looks at the nodes with a change recorded since (a state change is one) and the
-        nodes removed meanwhile (whose changes were not recorded)."""
-        nodes, kept, codes = self._nodes, saved.nodes, saved._codes
-        if saved.live and saved._mark <= len(self.traces):
-            look = {t.node_id for t in self.traces[saved._mark :]} | saved._removed
-            position = dict(zip(kept, range(len(kept)), strict=True)) if look else {}
-            for nid in look:
-                i = position.get(nid)
-                if i is not None and nodes[nid].state != codes[i]:
-                    nodes[nid].set_state(NodeState(codes[i]))
-            return
-        now = bytes(map(_STATE, map(nodes.__getitem__, kept)))
-        if now != codes:
-            ids = list(kept)
-            for i in list(compress(range(len(ids)), map(ne, now, codes))):
-                nodes[ids[i]].set_state(NodeState(codes[i]))
-
     def restore(self, name: str) -> list[str]:
         """Put back the structure saved under ``name``; return ids of nodes created since.
 
@@ -629,54 +486,4 @@ class ContextGraph:
         Raises:
             CheckpointError: no checkpoint has that name (nothing changes).
         """
-        saved = self.get_checkpoint(name)
-        nodes, dag, kept = self._nodes, self._dag, saved.nodes
-        succ = dag._succ
-        # Nodes created since: current roots first (in root order), then the others.
-        if saved.live:
-            added = saved._added
-            newer = [nid for nid in self._roots if nid in added]
-            newer += [nid for nid in added if nid not in self._roots]
-        else:
-            newer = [nid for nid in self._roots if nid not in kept]
-            if nodes.keys() - kept.keys():
-                newer += [nid for nid in nodes if nid not in kept and nid not in self._roots]
-        with self.batch():
-            missing = saved._removed if saved.live else kept.keys() - nodes.keys()
-            back = [nid for nid in kept if nid in missing and nid not in nodes] if missing else []
-            for nid in back:
-                node = kept[nid]
-                node.graph = None
-                self.add(node)
-            if saved.live:
-                targets = dict(saved._pre)
-                targets.update((nid, ()) for nid in saved._added if succ[nid])
-                changed_parents = [nid for nid, kids in targets.items() if tuple(succ[nid]) != kids]
-            else:
-                # Compare every parent, with the per-node loop in C (map/compress).
-                targets = saved.children
-                changed_parents = list(
-                    compress(
-                        succ,
-                        map(ne, map(tuple, succ.values()), map(targets.get, succ, repeat(()))),
-                    )
-                )
-            for nid in changed_parents:
-                self._children_changing(nid)
-                dag.remove_edges_from([(nid, c) for c in list(succ[nid])])
-            for nid in changed_parents:
-                dag.add_edges_from((nid, c) for c in targets.get(nid, ()))
-            self._roots = dict.fromkeys(saved.roots)
-            for nid in newer:
-                if not dag._pred[nid]:
-                    self._roots[nid] = None
-            self.structure_version += 1
-            if saved.live:
-                saved._pre = {}
-            for nid in changed_parents:
-                nodes[nid].mark_changed(f"restored children from checkpoint {name!r}")
-            self._restore_states(saved)
-            if saved.live:
-                saved._removed = set()
-                saved._mark = len(self.traces)
-        return newer
+        return restore_structure(self, self.get_checkpoint(name))

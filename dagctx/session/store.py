@@ -267,7 +267,7 @@ def _install_structure(
     parentless = [node.id for node in graph if node.id not in parents]
     if len(set(roots)) != len(roots) or set(roots) != set(parentless):
         raise CheckpointError(f"session file {where} has roots {roots} for nodes {parentless}")
-    graph._dag.add_edges_from(order)
+    graph._adj.add_edges(order)
     graph._roots = dict.fromkeys(roots)
 
 
