@@ -23,6 +23,7 @@ from dagctx.errors import (
     EncodingError,
     ForeignWorkError,
     GraphError,
+    GraphLoadError,
     KnowledgeError,
     LockError,
     MCPClientError,
@@ -42,6 +43,7 @@ from dagctx.errors import (
     StateError,
     ToolCallIdError,
     ToolError,
+    TracesDroppedError,
     WatchError,
 )
 from dagctx.graph import ContextGraph
@@ -95,6 +97,7 @@ __all__ = [
     "EncodingError",
     "ForeignWorkError",
     "GraphError",
+    "GraphLoadError",
     "GroupNode",
     "KnowledgeError",
     "LockError",
@@ -135,6 +138,7 @@ __all__ = [
     "ToolError",
     "TopicNode",
     "Trace",
+    "TracesDroppedError",
     "WatchError",
     "WorkNode",
     "make_config",

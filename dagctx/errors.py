@@ -17,7 +17,9 @@ friends catch the error too)::
     ├── GraphError                              a graph operation was refused
     │   ├── CycleError                          .parent, .child
     │   ├── NodeNotFoundError [KeyError]        .node_id
-    │   └── NodeFieldError                      .field
+    │   ├── NodeFieldError                      .field
+    │   ├── TracesDroppedError [IndexError]     .position, .start
+    │   └── GraphLoadError
     ├── BudgetError [ValueError]
     ├── EncodingError                           .encoding
     ├── PathError                               .path
@@ -86,6 +88,21 @@ class CycleError(GraphError):
         super().__init__(message, value=(parent, child))
         self.parent = parent
         self.child = child
+
+
+class TracesDroppedError(GraphError, IndexError):
+    """Traces a reader asked for were dropped by the trace log's retention; ``position``
+    is the position asked for, ``start`` the oldest position the log keeps."""
+
+    def __init__(self, message: str = "", *, position: int = 0, start: int = 0) -> None:
+        super().__init__(message, value=position)
+        self.position = position
+        self.start = start
+
+
+class GraphLoadError(GraphError):
+    """:meth:`ContextGraph.load` was given data that breaks an invariant of the graph;
+    ``value`` is the offending value (an id, an edge, the roots, ...)."""
 
 
 class NodeNotFoundError(_MessageStr, GraphError, KeyError):
@@ -345,6 +362,7 @@ __all__ = [
     "EncodingError",
     "ForeignWorkError",
     "GraphError",
+    "GraphLoadError",
     "KnowledgeError",
     "LockError",
     "MCPClientError",
@@ -364,5 +382,6 @@ __all__ = [
     "StateError",
     "ToolCallIdError",
     "ToolError",
+    "TracesDroppedError",
     "WatchError",
 ]

@@ -39,7 +39,7 @@ def describe(session: Session, tight_budget: int = 120) -> dict[str, Any]:
         "budget": session.budget,
         "encoding": session.encoding,
         "turn": session.turn,
-        "trace_mark": session._trace_mark,
+        "trace_mark": session._trace_mark.position,
         "nodes": [{**n.to_dict(), "seq": n.seq, "last_run": n.last_run} for n in graph],
         "children": {n.id: [c.id for c in n.children] for n in graph},
         "parents": {n.id: [p.id for p in n.parents] for n in graph},

@@ -2,7 +2,8 @@
 
 Owns the DAG (:mod:`.core`: nodes, ordered edges, roots, glitch-free notification,
 scheduling), its edge store (:mod:`._adjacency`, the only reader of networkx's private
-fields), its structure checkpoints (:mod:`.checkpoints`) and the trace log. No module
+fields), its structure checkpoints (:mod:`.checkpoints`), the trace log (:mod:`.traces`) and its
+bulk dump/load for persistence (:mod:`.snapshot`). No module
 outside this package touches a graph's private fields. Imports only
 :mod:`dagctx.nodes.base` and :mod:`dagctx.errors`; it must not import the projection,
 the session or anything that does I/O.
@@ -10,5 +11,7 @@ the session or anything that does I/O.
 
 from dagctx.graph.checkpoints import StructureCheckpoint
 from dagctx.graph.core import ContextGraph, NodeRef
+from dagctx.graph.snapshot import GraphData
+from dagctx.graph.traces import TraceCursor, TraceLog
 
-__all__ = ["ContextGraph", "NodeRef", "StructureCheckpoint"]
+__all__ = ["ContextGraph", "GraphData", "NodeRef", "StructureCheckpoint", "TraceCursor", "TraceLog"]

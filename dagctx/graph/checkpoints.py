@@ -68,7 +68,7 @@ class StructureCheckpoint:
         self._pre: dict[str, tuple[str, ...]] = {}  # children before their first change
         self._added: dict[str, None] = {}  # nodes added since, in order
         self._removed: set[str] = set()  # nodes of the checkpoint removed since
-        self._mark = 0  # length of the graph's traces when taken (live checkpoints)
+        self._mark = 0  # trace log position when taken (live checkpoints; not a cursor)
 
     @classmethod
     def _live(cls, name: str, graph: ContextGraph) -> StructureCheckpoint:
@@ -177,10 +177,13 @@ def restore_structure(graph: ContextGraph, saved: StructureCheckpoint) -> list[s
 def _restore_states(graph: ContextGraph, saved: StructureCheckpoint) -> None:
     """Set every node of ``saved`` back to its state there. A live checkpoint only
     looks at the nodes with a change recorded since (a state change is one) and the
-    nodes removed meanwhile (whose changes were not recorded)."""
+    nodes removed meanwhile (whose changes were not recorded) — unless the trace log
+    dropped some of those changes: then, like a checkpoint that is not live, it compares
+    every node."""
     nodes, kept, codes = graph._nodes, saved.nodes, saved._codes
-    if saved.live and saved._mark <= len(graph.traces):
-        look = {t.node_id for t in graph.traces[saved._mark :]} | saved._removed
+    traces = graph.traces
+    if saved.live and traces.start <= saved._mark <= len(traces):
+        look = {t.node_id for t in traces.since(saved._mark)} | saved._removed
         position = dict(zip(kept, range(len(kept)), strict=True)) if look else {}
         for nid in look:
             i = position.get(nid)

@@ -25,7 +25,6 @@ order and node states; content is not saved (nodes are live objects).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -33,6 +32,8 @@ from dagctx._validate import is_int
 from dagctx.errors import CheckpointError, CycleError, GraphError, NodeNotFoundError
 from dagctx.graph._adjacency import Adjacency
 from dagctx.graph.checkpoints import StructureCheckpoint, restore_structure
+from dagctx.graph.snapshot import GraphData, dump_graph, load_graph
+from dagctx.graph.traces import TraceLog
 from dagctx.nodes.base import Node, Trace
 
 NodeRef = Node | str
@@ -45,14 +46,15 @@ class ContextGraph:
         self._adj = Adjacency()
         self._nodes: dict[str, Node] = {}
         self._roots: dict[str, None] = {}
-        self._id_counters: dict[str, itertools.count[int]] = {}
+        self._id_counters: dict[str, int] = {}  # type name → last number new_id gave
         self._checkpoints: dict[str, StructureCheckpoint] = {}
         self._watching: list[StructureCheckpoint] = []  # live checkpoints (copy on write)
         self._batch_depth = 0
         self._batch_origins: dict[str, Node] = {}
         self._batch_descriptions: list[str] = []
         self._notifying = False
-        self.traces: list[Trace] = []
+        #: Every recorded change, by absolute position, with bounded retention.
+        self.traces = TraceLog()
         self.scheduled: dict[str, Node] = {}
         self.clock = 0
         #: Bumped by every change of nodes, edges, child order or root order (caches of
@@ -89,10 +91,12 @@ class ContextGraph:
 
     def new_id(self, type_name: str) -> str:
         """Return the next free readable id for a node type (``text_1``, ``text_2``, ...)."""
-        counter = self._id_counters.setdefault(type_name, itertools.count(1))
+        number = self._id_counters.get(type_name, 0)
         while True:
-            candidate = f"{type_name}_{next(counter)}"
+            number += 1
+            candidate = f"{type_name}_{number}"
             if candidate not in self._nodes:
+                self._id_counters[type_name] = number
                 return candidate
 
     def add(self, node: Node) -> Node:
@@ -468,6 +472,29 @@ class ContextGraph:
         except (KeyError, TypeError):
             known = ", ".join(map(repr, self._checkpoints)) or "none"
             raise CheckpointError(f"unknown checkpoint {name!r}; saved: {known}") from None
+
+    # -- persistence ------------------------------------------------------------------
+
+    def dump(self) -> GraphData:
+        """The graph's whole state as :class:`~dagctx.graph.GraphData`: nodes, edges with
+        both orders, root order, structure checkpoints, clock, id counters and the kept
+        traces. Node objects are shared, not copied."""
+        return dump_graph(self)
+
+    def load(self, data: GraphData) -> None:
+        """Give this new graph the state ``data`` holds (what :meth:`dump` returned).
+
+        The graph must be new: no edges, no checkpoints, and no nodes but some of
+        ``data.nodes`` (a session adds them first, to index them); the others are added.
+        No version is bumped and no trace recorded; the trace log takes ``data.traces``
+        (from position ``data.trace_start``) under a new identity.
+
+        Raises:
+            GraphLoadError: the data breaks an invariant (an unknown or repeated id, a
+                repeated edge, a cycle, roots that are not the parentless nodes, a clock
+                or counter out of range) or the graph is not new; nothing changed then.
+        """
+        load_graph(self, data)
 
     def put_checkpoint(self, checkpoint: StructureCheckpoint) -> None:
         """Store a checkpoint built elsewhere (used when loading a saved session)."""

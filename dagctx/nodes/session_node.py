@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 RECENT_ACTIONS = 10  # kept in the stats; DETAILS shows the last RECENT_SHOWN
 RECENT_SHOWN = 5
-_TRACE_SCAN = 500  # how far back to look for non-derived traces
+_TRACE_SCAN = 500  # how far back to look for non-derived traces (the trace log keeps them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ class SessionView(Protocol):
     @property
     def graph(self) -> ContextGraph: ...
     @property
-    def _last_projection(self) -> Projection | None: ...
+    def last_projection(self) -> Projection | None: ...
 
 
 def graph_depth(graph: ContextGraph) -> int:
@@ -147,7 +147,7 @@ class SessionNode(Node):
 
     def _measure(self, session: SessionView) -> SessionStats:
         total, counted = self.stats.total_tokens, self.stats.turns_counted
-        last = session._last_projection
+        last = session.last_projection
         if last is not None and self._counted_turn != session.turn:
             # The previous turn's projection, counted once whatever the number of recomputes.
             self._counted_turn = session.turn

@@ -5,7 +5,9 @@ per budget an :class:`Allocation` and a :class:`~dagctx.projection.assembly.Body
 projection reads the graph's traces since the budget's last projection to learn which
 nodes changed, updates the plan and the shown sections for those, and assembles the
 text. A structure change (nodes, edges, order, a requested state) rebuilds the layout;
-the first projection of a budget builds its plan — both O(graph).
+the first projection of a budget builds its plan — both O(graph). Positions in the trace
+log are plain ints, not cursors: when the log dropped traces after one, that layout or
+plan is rebuilt the same way.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class _Plan:
 
     alloc: Allocation
     body: Body
-    mark: int  # index in graph.traces up to which changes are accounted for
+    mark: int  # trace log position up to which changes are accounted for
     last: Projection | None = None
     names: list[str] | None = None  # the footer's first left-out nodes
 
@@ -90,13 +92,14 @@ class Projector:
         """The layout, rebuilt if structure or a requested state changed since."""
         graph, layout = self.graph, self.layout
         traces = graph.traces
-        if layout is None or layout.version != graph.structure_version or self._mark > len(traces):
+        stale = not traces.start <= self._mark <= len(traces)  # another graph, or dropped
+        if layout is None or layout.version != graph.structure_version or stale:
             return self._new_layout()
         if self._mark == len(traces):
             return layout
         first, requested, nodes = layout.first, layout.requested, layout.nodes
         seen: set[str] = set()
-        for t in traces[self._mark :]:
+        for t in traces.since(self._mark):
             nid = t.node_id
             if nid in seen:
                 continue
@@ -142,9 +145,9 @@ class Projector:
     def _plan(self, layout: Layout, budget: int) -> _Plan:
         traces = self.graph.traces
         plan = self._plans.pop(budget, None)
-        if plan is not None and plan.mark <= len(traces):
+        if plan is not None and traces.start <= plan.mark <= len(traces):
             first = layout.first
-            changed = {first[t.node_id] for t in traces[plan.mark :] if t.node_id in first}
+            changed = {first[t.node_id] for t in traces.since(plan.mark) if t.node_id in first}
             plan.alloc.undo_turn()
             if not changed or plan.alloc.apply_changes(sorted(changed)):
                 plan.mark = len(traces)

@@ -136,7 +136,10 @@ class SessionCore:
         self._mcp = MCPClients(self.background, self._intake)  # MCP servers, connections
         self._work = Coordination()  # the work board; its store opens on first use
         self._path_index: dict[str, list[TextNode]] = {}
-        self._trace_mark = 0
+        # Trace cursors: where the next tick's changes start, and where the last tick's
+        # started (kept for a resumed watcher); both keep their traces in the log.
+        self._trace_mark = self.graph.traces.cursor()
+        self._turn_start = self.graph.traces.cursor()
         self._last_projection: Projection | None = None
         self._refresh: dict[str, Node] = {}
         self._closers: list[Callable[[], None]] = []
@@ -417,8 +420,8 @@ class SessionCore:
             recomputed += self._recompute_due(time.time())
         await self._refresh_summaries()
         self.turn += 1
-        changes = self.graph.traces[self._trace_mark :]
-        self._trace_mark = len(self.graph.traces)
+        self._turn_start.position = self._trace_mark.position
+        changes = self.graph.traces.take(self._trace_mark)
         projection = build_projection(
             self.graph,
             self.cache,
@@ -446,11 +449,16 @@ class SessionCore:
             elif isinstance(node, GroupNode) and node.stale:
                 await node.refresh_summary()
 
+    @property
+    def last_projection(self) -> Projection | None:
+        """The projection the last tick built (None before the first tick)."""
+        return self._last_projection
+
     def project(self, budget: int | None = None) -> Projection:
         """Render the current graph within ``budget`` (default: the session's) without
         ticking; the changes section shows what changed since the last tick."""
         limit = self.budget if budget is None else check_budget(budget)
-        changes = self._shown_changes(self.graph.traces[self._trace_mark :])
+        changes = self._shown_changes(self.graph.traces.since(self._trace_mark.position))
         return build_projection(
             self.graph, self.cache, limit, changes=changes, previous=self._last_projection
         )

@@ -11,13 +11,21 @@ this module owns the layout, the schema version and the atomicity:
   key; ``session_nodes`` one row per node (``to_dict`` JSON, ``in_graph``, ``seq``,
   ``last_run``); ``session_edges`` the edges with their position among the parent's
   children and among the child's parents; ``session_roots`` the root order;
-  ``session_checkpoints`` the structure checkpoints; ``session_traces`` the traces;
+  ``session_checkpoints`` the structure checkpoints; ``session_traces`` the traces the
+  graph's trace log kept, by their absolute position in it; ``session_trace_span`` (one
+  row) which trace log they come from (its ``log_id``) and their span of positions;
   ``session_context_checkpoints`` the root task context's checkpoints.
 - A write serializes everything first, then runs one ``BEGIN IMMEDIATE`` transaction
   (WAL journal, ``synchronous=FULL``) that replaces every session row: after a kill at
   any instant the file holds the previous session or the new one, whole. A write that
   raises leaves the file as it was; a write never touches a SQLite file of another
   application or of another session schema.
+- Traces are written incrementally: when the span row says the file holds traces of the
+  same trace log, starting no later than the log's kept ones and ending no later than the
+  log's end (and the rows agree with it), the write only deletes the rows the log dropped
+  and appends the new ones. Any other file (a new one, one written by another session
+  or by a loaded copy of this one, one replaced meanwhile by something else) gets all
+  the kept traces. Either way it is the same single transaction.
 - A read is one read transaction (a consistent snapshot while another process writes)
   after the schema version and ``PRAGMA quick_check``; it never changes the saved data.
 """
@@ -36,7 +44,7 @@ from dagctx._json import decode_json, dump_json
 from dagctx.errors import CheckpointError
 from dagctx.nodes.base import Trace
 
-SESSION_SCHEMA = 1
+SESSION_SCHEMA = 2
 """Version of the session file layout written by :meth:`Session.save`."""
 
 _TABLES = """
@@ -58,6 +66,10 @@ CREATE TABLE IF NOT EXISTS session_traces (
     new_version INTEGER NOT NULL, description TEXT NOT NULL, at REAL NOT NULL,
     derived INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS session_trace_span (
+    id INTEGER PRIMARY KEY CHECK (id = 0), log_id TEXT NOT NULL,
+    first_position INTEGER NOT NULL, next_position INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS session_context_checkpoints (
     version INTEGER PRIMARY KEY, data TEXT NOT NULL
 );
@@ -68,9 +80,23 @@ _SESSION_TABLES = (
     "session_edges",
     "session_roots",
     "session_checkpoints",
-    "session_traces",
     "session_context_checkpoints",
-)
+)  # rewritten whole at each save (traces are not: see the module docstring)
+
+
+@dataclass(slots=True)
+class TraceRows:
+    """The traces a session file holds: ``traces[0]`` is at position ``start`` of the
+    trace log named ``log_id`` (empty when read from a file)."""
+
+    log_id: str
+    start: int
+    traces: list[Trace]
+
+    @property
+    def end(self) -> int:
+        """The position after the last trace."""
+        return self.start + len(self.traces)
 
 
 @dataclass(slots=True)
@@ -82,7 +108,7 @@ class SessionData:
     edges: list[tuple[str, int, str, int]]  # parent, child position, child, parent rank
     roots: list[str]
     checkpoints: list[tuple[str, dict[str, Any]]]
-    traces: list[Trace]
+    traces: TraceRows
     context_checkpoints: list[dict[str, Any]]
 
 
@@ -133,6 +159,7 @@ def write_session_file(path: Path, data: SessionData) -> None:
             _sqlite.install(conn, _LAYOUT)
             for table in _SESSION_TABLES:
                 conn.execute(f"DELETE FROM {table}")
+            _write_traces(conn, data.traces)
             for table, table_rows in rows.items():
                 if table_rows:
                     marks = ", ".join("?" * len(table_rows[0]))
@@ -152,14 +179,44 @@ def _encode(data: SessionData) -> dict[str, list[tuple[Any, ...]]]:
             (i, name, _json(cp, f"checkpoint {name!r}"))
             for i, (name, cp) in enumerate(data.checkpoints)
         ],
-        "session_traces": [
-            (i, t.node_id, t.old_version, t.new_version, t.description, t.at, int(t.derived))
-            for i, t in enumerate(data.traces)
-        ],
         "session_context_checkpoints": [
             (cp["version"], _json(cp, "context checkpoint")) for cp in data.context_checkpoints
         ],
     }
+
+
+def _write_traces(conn: sqlite3.Connection, rows: TraceRows) -> None:
+    """Make the file's traces those of ``rows``: append and delete what changed when the
+    file holds this trace log's traces, else replace them all (module docstring)."""
+    span = conn.execute(
+        "SELECT log_id, first_position, next_position FROM session_trace_span"
+    ).fetchone()
+    written = rows.start  # traces before this position are in the file (appending)
+    if span is not None and span[0] == rows.log_id and span[1] <= rows.start:
+        first, after = span[1], span[2]
+        count, low, high = conn.execute(
+            "SELECT COUNT(*), MIN(position), MAX(position) FROM session_traces"
+        ).fetchone()
+        agrees = count == after - first and (not count or (low, high) == (first, after - 1))
+        appending = agrees and after <= rows.end
+    else:
+        appending = False
+    if appending:
+        conn.execute("DELETE FROM session_traces WHERE position < ?", (rows.start,))
+        written = max(after, rows.start)
+    else:
+        conn.execute("DELETE FROM session_traces")
+    conn.executemany(
+        "INSERT INTO session_traces VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            (position, t.node_id, t.old_version, t.new_version, t.description, t.at, int(t.derived))
+            for position, t in enumerate(rows.traces[written - rows.start :], written)
+        ),
+    )
+    conn.execute(
+        "INSERT OR REPLACE INTO session_trace_span VALUES (0, ?, ?, ?)",
+        (rows.log_id, rows.start, rows.end),
+    )
 
 
 def _json(value: Any, what: str) -> str:
@@ -214,13 +271,23 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
             "SELECT ref, in_graph, seq, last_run, data FROM session_nodes ORDER BY ref"
         )
     ]
-    traces = [
-        Trace(node_id, old, new, description, at, bool(derived))
-        for node_id, old, new, description, at, derived in rows(
-            "SELECT node_id, old_version, new_version, description, at, derived"
-            " FROM session_traces ORDER BY position"
-        )
-    ]
+    trace_rows = rows(
+        "SELECT position, node_id, old_version, new_version, description, at, derived"
+        " FROM session_traces ORDER BY position"
+    )
+    span = rows("SELECT first_position, next_position FROM session_trace_span")
+    first, after = span[0] if span else (0, 0)
+    spans = isinstance(first, int) and isinstance(after, int) and after - first == len(trace_rows)
+    if not spans or any(row[0] != first + i for i, row in enumerate(trace_rows)):
+        raise CheckpointError(f"{where} has traces out of their span {first!r}..{after!r}")
+    traces = TraceRows(
+        "",
+        first,
+        [
+            Trace(node_id, old, new, description, at, bool(derived))
+            for _, node_id, old, new, description, at, derived in trace_rows
+        ],
+    )
     return SessionData(
         info=info,
         nodes=nodes,
@@ -243,4 +310,4 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
     )
 
 
-__all__ = ["SESSION_SCHEMA", "SessionData", "read_session_file", "write_session_file"]
+__all__ = ["SESSION_SCHEMA", "SessionData", "TraceRows", "read_session_file", "write_session_file"]

@@ -27,11 +27,8 @@ raises :class:`~dagctx.errors.CheckpointError` (closing whatever it had built).
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Mapping
-from graphlib import CycleError as GraphlibCycleError
-from graphlib import TopologicalSorter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,11 +36,10 @@ import dagctx.nodes  # noqa: F401 - importing the package registers every node t
 from dagctx._json import encode_json
 from dagctx.checkpoint import Checkpoint, CheckpointStore
 from dagctx.context import Context, ContextConfig, ContextState
-from dagctx.errors import CheckpointError, DagctxError
-from dagctx.graph import ContextGraph, StructureCheckpoint
+from dagctx.errors import CheckpointError, DagctxError, GraphLoadError
+from dagctx.graph import GraphData, StructureCheckpoint
 from dagctx.nodes.base import Node, NodeState
-from dagctx.nodes.registry import node_types
-from dagctx.session.file import SessionData, read_session_file, write_session_file
+from dagctx.session.file import SessionData, TraceRows, read_session_file, write_session_file
 
 if TYPE_CHECKING:
     from dagctx.session import Session
@@ -85,7 +81,7 @@ def load(
 
 
 def _dump(session: Session) -> SessionData:
-    graph = session.graph
+    state = session.graph.dump()
     refs: dict[int, int] = {}  # id(node) → ref; a node shared by checkpoints is stored once
     nodes: list[tuple[int, bool, int, float | None, dict[str, Any]]] = []
 
@@ -95,27 +91,20 @@ def _dump(session: Session) -> SessionData:
             nodes.append((len(nodes), in_graph, node.seq, node.last_run, node.to_dict()))
         return refs[id(node)]
 
-    for node in graph:
+    for node in state.nodes:
         ref_of(node, True)
-    edges = [
-        (node.id, position, child.id, graph.parents(child).index(node))
-        for node in graph
-        for position, child in enumerate(graph.children(node))
-    ]
-    checkpoints = []
-    for name in graph.checkpoints():
-        saved = graph.get_checkpoint(name)
-        checkpoints.append(
-            (
-                name,
-                {
-                    "children": {p: list(kids) for p, kids in saved.children.items()},
-                    "roots": list(saved.roots),
-                    "states": {n: state.name for n, state in saved.states.items()},
-                    "nodes": {n: ref_of(node, False) for n, node in saved.nodes.items()},
-                },
-            )
+    checkpoints = [
+        (
+            saved.name,
+            {
+                "children": {p: list(kids) for p, kids in saved.children.items()},
+                "roots": list(saved.roots),
+                "states": {n: state.name for n, state in saved.states.items()},
+                "nodes": {n: ref_of(node, False) for n, node in saved.nodes.items()},
+            },
         )
+        for saved in state.checkpoints
+    ]
     context = _dump_context(session.context)
     return SessionData(
         info={
@@ -123,15 +112,16 @@ def _dump(session: Session) -> SessionData:
             "budget": session.budget,
             "encoding": session.encoding,
             "turn": session.turn,
-            "trace_mark": session._trace_mark,
-            "clock": graph.clock,
+            "trace_mark": session._trace_mark.position,
+            "clock": state.clock,
+            "id_counters": state.id_counters,
             "context": context,
         },
         nodes=nodes,
-        edges=edges,
-        roots=[node.id for node in graph.roots()],
+        edges=state.edges,
+        roots=state.roots,
         checkpoints=checkpoints,
-        traces=list(graph.traces),
+        traces=TraceRows(state.trace_log_id, state.trace_start, state.traces),
         context_checkpoints=context.pop("checkpoints"),
     )
 
@@ -212,63 +202,31 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
             session.add(node)
         node.seq = seq
         by_ref[ref] = node
-    graph = session.graph
-    _install_structure(graph, data.edges, data.roots, where)
-    graph.clock = _get(data.info, "clock", int, where)
-    if not 0 <= graph.clock < 2**62:  # every later change adds one; SQLite stops at 2**63
-        raise CheckpointError(f"session file {where} has a bad 'clock': {graph.clock}")
-    for name, raw_cp in data.checkpoints:
-        graph.put_checkpoint(_structure_checkpoint(name, raw_cp, by_ref, where))
-    graph.traces[:] = data.traces
+    checkpoints = [
+        _structure_checkpoint(name, raw_cp, by_ref, where) for name, raw_cp in data.checkpoints
+    ]
+    traces = data.traces
     trace_mark = _get(data.info, "trace_mark", int, where)
-    if not 0 <= trace_mark <= len(data.traces):
+    if not traces.start <= trace_mark <= traces.end:
         raise CheckpointError(f"session file {where} has a bad 'trace_mark': {trace_mark}")
-    _restore_id_counters(graph, [n.id for n in by_ref.values()] + [t.node_id for t in data.traces])
-    session.turn = _get(data.info, "turn", int, where)
-    session._trace_mark = trace_mark
-    session.context = _load_context(data.info.get("context"), data.context_checkpoints, where)
-
-
-def _install_structure(
-    graph: ContextGraph, edges: list[tuple[str, int, str, int]], roots: list[str], where: str
-) -> None:
-    """Put the saved edges and root order into a graph of parentless nodes.
-
-    ``ContextGraph`` has no bulk-load call and ``link`` would bump versions and record
-    traces, so this writes the graph's edge store and root order directly, after checking
-    the graph's invariants (known ids, no repeated edge, acyclic, roots = parentless
-    nodes). Edges go in in an order that gives every node both its saved children order
-    and its saved parents order.
-    """
-    after: dict[tuple[str, str], list[tuple[str, str]]] = {}  # edge → edges inserted before
-    parents: dict[str, dict[int, str]] = {}
-    for parent, _, child, rank in edges:
-        for nid in (parent, child):
-            if nid not in graph:
-                raise CheckpointError(f"session file {where} has an edge to unknown node {nid!r}")
-        if (parent, child) in after or rank in parents.get(child, {}):
-            raise CheckpointError(f"session file {where} repeats the edge {parent!r} → {child!r}")
-        after[(parent, child)] = []
-        parents.setdefault(child, {})[rank] = parent
-    previous: dict[str, str] = {}
-    for parent, _, child, _ in edges:  # ordered by parent, then child position
-        if parent in previous:
-            after[(parent, child)].append((parent, previous[parent]))
-        previous[parent] = child
-    for child, ranked in parents.items():
-        ordered = [ranked[rank] for rank in sorted(ranked)]
-        for earlier, later in itertools.pairwise(ordered):
-            after[(later, child)].append((earlier, child))
+    counters = _get(data.info, "id_counters", dict, where)
+    graph_data = GraphData(
+        nodes=[node for node in session.graph],
+        edges=data.edges,
+        roots=data.roots,
+        checkpoints=checkpoints,
+        clock=_get(data.info, "clock", int, where),
+        id_counters=counters,
+        traces=traces.traces,
+        trace_start=traces.start,
+    )
     try:
-        TopologicalSorter({c: list(ps.values()) for c, ps in parents.items()}).prepare()
-        order = list(TopologicalSorter(after).static_order())
-    except GraphlibCycleError as exc:
-        raise CheckpointError(f"session file {where} has a cycle: {exc.args[1]}") from exc
-    parentless = [node.id for node in graph if node.id not in parents]
-    if len(set(roots)) != len(roots) or set(roots) != set(parentless):
-        raise CheckpointError(f"session file {where} has roots {roots} for nodes {parentless}")
-    graph._adj.add_edges(order)
-    graph._roots = dict.fromkeys(roots)
+        session.graph.load(graph_data)
+    except GraphLoadError as exc:
+        raise CheckpointError(f"session file {where}: {exc}") from exc
+    session.turn = _get(data.info, "turn", int, where)
+    session._trace_mark.position = trace_mark
+    session.context = _load_context(data.info.get("context"), data.context_checkpoints, where)
 
 
 def _structure_checkpoint(
@@ -287,20 +245,6 @@ def _structure_checkpoint(
     if unknown or any(nodes[nid].id != nid for nid in nodes):
         raise CheckpointError(f"{what} names nodes it does not hold: {unknown}")
     return StructureCheckpoint(name, children, roots, states, nodes)
-
-
-def _restore_id_counters(graph: ContextGraph, ids: list[str]) -> None:
-    """Set each node type's id counter past the highest id of that type the session names
-    (in the graph, a checkpoint or a trace), as it was before the save: a new node never
-    takes the id of a removed one. (``ContextGraph`` has no call for this either.)"""
-    types = node_types()
-    highest: dict[str, int] = {}
-    for nid in ids:
-        prefix, _, number = nid.rpartition("_")
-        if prefix in types and number.isascii() and number.isdigit():
-            highest[prefix] = max(highest.get(prefix, 0), int(number))
-    for prefix, top in highest.items():
-        graph._id_counters[prefix] = itertools.count(top + 1)
 
 
 def _load_context(raw: Any, checkpoints: list[Any], where: str) -> Context:

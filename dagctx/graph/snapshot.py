@@ -1,0 +1,168 @@
+"""A graph's whole state as plain data: :meth:`ContextGraph.dump` and :meth:`ContextGraph.load`.
+
+:class:`GraphData` is what persistence needs to rebuild a graph exactly: its nodes (live
+objects: serializing them is the caller's business), every edge with its position among
+the parent's children *and* among the child's parents, the root order, the structure
+checkpoints, the logical clock, the id counters and the kept traces with the position of
+the first.
+
+:func:`load_graph` checks the graph's invariants on the data before it changes anything
+and raises :class:`~dagctx.errors.GraphLoadError` (naming the bad value) when one breaks:
+
+- every id an edge or a root names is a node of the data; no node id twice;
+- no edge repeated (the same parent and child, or two edges at one position);
+- acyclic (both the edges and the order they must be inserted in);
+- the roots are exactly the nodes without parents, each once;
+- the clock and the id counters are ints in range; the trace start is not negative.
+
+Part of :mod:`dagctx.graph`: it writes the graph's private fields; imports only
+:mod:`dagctx.nodes.base` and :mod:`dagctx.errors` (and the graph for typing).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from graphlib import CycleError as GraphlibCycleError
+from graphlib import TopologicalSorter
+from typing import TYPE_CHECKING
+
+from dagctx.errors import GraphLoadError
+from dagctx.nodes.base import Node, Trace
+
+if TYPE_CHECKING:
+    from dagctx.graph.checkpoints import StructureCheckpoint
+    from dagctx.graph.core import ContextGraph
+
+Edge = tuple[str, int, str, int]
+"""``(parent, position among the parent's children, child, rank among the child's parents)``."""
+
+CLOCK_LIMIT = 2**62
+"""Clocks and counters stay below this (every change adds one; SQLite stops at 2**63)."""
+
+
+@dataclass(slots=True)
+class GraphData:
+    """Everything :meth:`ContextGraph.load` needs to rebuild a graph (see the module)."""
+
+    nodes: list[Node]
+    edges: list[Edge]
+    roots: list[str]
+    checkpoints: list[StructureCheckpoint] = field(default_factory=list)
+    clock: int = 0
+    #: Node type name → the last number :meth:`ContextGraph.new_id` gave it.
+    id_counters: dict[str, int] = field(default_factory=dict)
+    traces: list[Trace] = field(default_factory=list)
+    trace_start: int = 0  # position of ``traces[0]`` in the trace log
+    #: Identity of the trace log dumped (:attr:`TraceLog.log_id`); ignored by ``load``.
+    trace_log_id: str = ""
+
+
+def dump_graph(graph: ContextGraph) -> GraphData:
+    """The state of ``graph`` as :class:`GraphData` (node objects are shared, not copied)."""
+    succ, pred = graph._adj.succ, graph._adj.pred
+    edges: list[Edge] = []
+    for parent in graph._nodes:
+        for position, child in enumerate(succ[parent]):
+            edges.append((parent, position, child, list(pred[child]).index(parent)))
+    traces = graph.traces
+    return GraphData(
+        nodes=list(graph._nodes.values()),
+        edges=edges,
+        roots=list(graph._roots),
+        checkpoints=[graph._checkpoints[name] for name in graph._checkpoints],
+        clock=graph.clock,
+        id_counters=dict(graph._id_counters),
+        traces=list(traces),
+        trace_start=traces.start,
+        trace_log_id=traces.log_id,
+    )
+
+
+def load_graph(graph: ContextGraph, data: GraphData) -> None:
+    """Give ``graph`` the state in ``data``; see :meth:`ContextGraph.load`."""
+    ids = [node.id for node in data.nodes]
+    known = set(ids)
+    if len(known) != len(ids):
+        twice = next(nid for nid in ids if ids.count(nid) > 1)
+        raise GraphLoadError(f"node id {twice!r} appears twice", value=twice)
+    extra = [nid for nid in graph._nodes if nid not in known]
+    if extra:
+        raise GraphLoadError(
+            f"the graph holds node {extra[0]!r}, which the data lacks", value=extra[0]
+        )
+    clash = next((n for n in data.nodes if n.graph not in (None, graph)), None)
+    if clash is not None or any(graph._adj.succ.values()) or graph._checkpoints:
+        raise GraphLoadError("load needs a new graph (only nodes of the data added)", value=clash)
+    order = _insertion_order(data.edges, known)
+    children_of = {child for _, _, child, _ in data.edges}
+    parentless_ids = [nid for nid in ids if nid not in children_of]
+    roots = data.roots
+    if len(set(roots)) != len(roots) or set(roots) != set(parentless_ids):
+        raise GraphLoadError(f"roots {roots} are not the nodes without parents", value=roots)
+    _check_count("'clock'", data.clock)
+    for type_name, number in data.id_counters.items():
+        _check_count(f"id counter {type_name!r}", number)
+    _check_count("trace start", data.trace_start)
+    # Checked: now change the graph.
+    for node in data.nodes:
+        if node.graph is None:
+            graph.add(node)
+    graph._adj.add_edges(order)
+    graph._roots = dict.fromkeys(roots)
+    graph.structure_version += 1
+    graph.clock = data.clock
+    graph._id_counters = dict(data.id_counters)
+    for saved in data.checkpoints:
+        graph.put_checkpoint(saved)
+    graph.traces.load(data.traces, data.trace_start)
+
+
+def _check_count(what: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < CLOCK_LIMIT:
+        raise GraphLoadError(f"bad {what}: {value!r}", value=value)
+
+
+def _insertion_order(edges: list[Edge], known: set[str]) -> list[tuple[str, str]]:
+    """The edges in an order that gives every node both its saved children order and its
+    saved parents order when inserted one by one.
+
+    Raises:
+        GraphLoadError: an unknown id, a repeated edge or position, or a cycle.
+    """
+    before: dict[tuple[str, str], list[tuple[str, str]]] = {}  # edge → edges inserted first
+    kids: dict[str, dict[int, str]] = {}
+    parents: dict[str, dict[int, str]] = {}
+    for parent, position, child, rank in edges:
+        for nid in (parent, child):
+            if nid not in known:
+                raise GraphLoadError(f"an edge names unknown node {nid!r}", value=nid)
+        taken = position in kids.get(parent, {}) or rank in parents.get(child, {})
+        if (parent, child) in before or taken:
+            raise GraphLoadError(
+                f"the edge {parent!r} → {child!r} is repeated", value=(parent, child)
+            )
+        before[(parent, child)] = []
+        kids.setdefault(parent, {})[position] = child
+        parents.setdefault(child, {})[rank] = parent
+    for table, as_edge in ((kids, _down), (parents, _up)):
+        for nid, ranked in table.items():
+            ordered = [as_edge(nid, ranked[i]) for i in sorted(ranked)]
+            for earlier, later in itertools.pairwise(ordered):
+                before[later].append(earlier)
+    try:
+        TopologicalSorter({c: list(ps.values()) for c, ps in parents.items()}).prepare()
+        return list(TopologicalSorter(before).static_order())
+    except GraphlibCycleError as exc:
+        raise GraphLoadError(f"the edges close a cycle: {exc.args[1]}", value=exc.args[1]) from exc
+
+
+def _down(parent: str, child: str) -> tuple[str, str]:
+    return (parent, child)
+
+
+def _up(child: str, parent: str) -> tuple[str, str]:
+    return (parent, child)
+
+
+__all__ = ["CLOCK_LIMIT", "Edge", "GraphData", "dump_graph", "load_graph"]
