@@ -15,6 +15,7 @@ from dagctx import Session, _sqlite
 from dagctx.checkpoint import SQLiteCheckpointStore
 from dagctx.errors import CheckpointError, CoordinationError
 from dagctx.runtime.coordination import Claim, CoordinationStore
+from dagctx.session.file import SESSION_SCHEMA
 
 
 def run_sql(path: Path, *statements: str) -> list[tuple[object, ...]]:
@@ -48,6 +49,7 @@ def save_session(path: Path) -> None:
         s.save(path)
 
 
+SCHEMAS = {"checkpoint": "1", "coordination": "1", "session": str(SESSION_SCHEMA)}
 WRITERS: dict[str, tuple[Callable[[Path], None], type[Exception]]] = {
     "checkpoint": (open_checkpoints, CheckpointError),
     "coordination": (open_coordination, CoordinationError),
@@ -85,7 +87,7 @@ class TestOnePolicy:
     def test_the_version_is_a_row_in_dagctx_meta(self, component: str, tmp_path: Path) -> None:
         WRITERS[component][0](tmp_path / "x.db")
         rows = run_sql(tmp_path / "x.db", "SELECT key, value FROM dagctx_meta")
-        assert (f"{component}_schema", "1") in rows
+        assert (f"{component}_schema", SCHEMAS[component]) in rows
 
     def test_a_file_of_another_application_is_refused_untouched(
         self, component: str, tmp_path: Path
@@ -105,7 +107,9 @@ class TestOnePolicy:
         write, error = WRITERS[component]
         write(path)
         run_sql(path, f"UPDATE dagctx_meta SET value = '9' WHERE key = '{component}_schema'")
-        with pytest.raises(error, match=f"{component} schema 9.*{component} schema 1"):
+        with pytest.raises(
+            error, match=f"{component} schema 9.*{component} schema {SCHEMAS[component]}"
+        ):
             write(path)
         assert run_sql(path, f"SELECT value FROM dagctx_meta WHERE key = '{component}_schema'") == [
             ("9",)
