@@ -42,7 +42,9 @@ class Layout:
     ``tables``: ``CREATE ... IF NOT EXISTS`` statements separated by ``;``.
     ``noun``: what the file is called in messages (``"checkpoint file"``).
     ``elsewhere``: what to do instead when the file belongs to another application.
-    ``error``: the exception class (or factory) raised with the message.
+    ``error``: the exception class (or factory) raised with the message and, as the
+    keyword ``value``, the offending value (the file's path, its foreign tables, the
+    schema version it records).
     ``adopts``: the tables of a file written by an earlier dagctx that marked this
     component's version with ``PRAGMA user_version`` instead of ``dagctx_meta``; a file
     holding only these tables, at that version, is this component's (not foreign).
@@ -53,7 +55,7 @@ class Layout:
     tables: str
     noun: str
     elsewhere: str
-    error: Callable[[str], Exception]
+    error: Callable[..., Exception]
     adopts: frozenset[str] = field(default_factory=frozenset)
 
     @property
@@ -89,7 +91,9 @@ def connect(
         )
     # OSError: a name too long; ValueError: a NUL byte; RuntimeError: a symlink loop.
     except (OSError, ValueError, RuntimeError, sqlite3.Error) as exc:
-        raise layout.error(f"cannot {action} {layout.noun} {str(path)!r}: {exc}") from exc
+        raise layout.error(
+            f"cannot {action} {layout.noun} {str(path)!r}: {exc}", value=path
+        ) from exc
 
 
 def stored_version(conn: sqlite3.Connection, layout: Layout) -> str | None:
@@ -104,7 +108,8 @@ def schema_mismatch(layout: Layout, where: str, found: str) -> Exception:
     """The error for a file written by another version of the component's layout."""
     return layout.error(
         f"{where} holds {layout.component} schema {found}; this dagctx reads and writes"
-        f" {layout.component} schema {layout.version}"
+        f" {layout.component} schema {layout.version}",
+        value=found,
     )
 
 
@@ -117,7 +122,10 @@ def check(conn: sqlite3.Connection, layout: Layout, where: str) -> None:
     """
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     if tables and "dagctx_meta" not in tables and not _adopted(conn, layout, tables):
-        raise layout.error(f"{where} is a SQLite database of something else; {layout.elsewhere}")
+        raise layout.error(
+            f"{where} is a SQLite database of something else; {layout.elsewhere}",
+            value=sorted(tables),
+        )
     found = stored_version(conn, layout)
     if found is not None and found != str(layout.version):
         raise schema_mismatch(layout, where, found)
@@ -184,7 +192,7 @@ def open_store(
             install(conn, layout)
     except (sqlite3.Error, UnicodeDecodeError) as exc:
         conn.close()
-        raise layout.error(f"cannot open {layout.noun} {where}: {exc}") from exc
+        raise layout.error(f"cannot open {layout.noun} {where}: {exc}", value=path) from exc
     except BaseException:
         conn.close()
         raise

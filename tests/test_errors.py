@@ -7,6 +7,7 @@ import ast
 import inspect
 import pickle
 import re
+import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,11 @@ import pytest
 import dagctx
 from dagctx import dsl, errors
 from dagctx.capability import CapabilityContext, ContextManager, ContextRegistry
-from dagctx.checkpoint import Checkpoint, CheckpointStore
+from dagctx.checkpoint import Checkpoint, CheckpointStore, SQLiteCheckpointStore
 from dagctx.context import Context, ContextState, make_config
+from dagctx.graph import ContextGraph
 from dagctx.knowledge import KnowledgeStore, Workspace
-from dagctx.nodes import MessageNode, ShellNode, TextNode, TopicNode
+from dagctx.nodes import GroupNode, MessageNode, ShellNode, TextNode, TopicNode
 from dagctx.nodes.lock import LockNode
 from dagctx.nodes.registry import resolve_node_type
 from dagctx.session import Session
@@ -279,6 +281,46 @@ class TestSessionFields:
         with pytest.raises(errors.MCPStateError) as caught:
             s.mcp_call_sync("ghost", "add")
         assert (caught.value.server, caught.value.status) == ("ghost", "error")
+
+
+class TestGraphAndStoreFields:
+    def test_a_cycle_names_the_refused_link(self) -> None:
+        graph = ContextGraph()
+        a, b = graph.add(GroupNode("a")), graph.add(GroupNode("b"))
+        graph.link(a, b)
+        with pytest.raises(errors.CycleError) as caught:
+            graph.link(b, a)
+        assert (caught.value.parent, caught.value.child) == (b.id, a.id)
+        with pytest.raises(errors.CycleError) as caught:
+            graph.link(a, a)
+        assert caught.value.parent == caught.value.child == a.id
+
+    def test_an_unknown_id_is_the_node_id(self) -> None:
+        with pytest.raises(errors.NodeNotFoundError) as caught:
+            ContextGraph().get("ghost")
+        assert caught.value.node_id == caught.value.value == "ghost"
+
+    def test_a_duplicate_id_is_the_value(self) -> None:
+        graph = ContextGraph()
+        graph.add(GroupNode("a", id="g"))
+        with pytest.raises(errors.GraphError) as caught:
+            graph.add(GroupNode("b", id="g"))
+        assert caught.value.value == "g"
+
+    def test_a_missing_session_file_is_the_value(self, tmp_path: Path) -> None:
+        missing = tmp_path / "nowhere.db"
+        with pytest.raises(errors.CheckpointError) as caught:
+            Session.load(missing)
+        assert caught.value.value == missing
+
+    def test_a_foreign_sqlite_file_names_its_tables(self, tmp_path: Path) -> None:
+        path = tmp_path / "other.db"
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE photos (id INTEGER)")
+        conn.close()
+        with pytest.raises(errors.CheckpointError) as caught:
+            SQLiteCheckpointStore(path, "t")
+        assert caught.value.value == ["photos"]
 
 
 class TestNoBareRaises:

@@ -82,11 +82,11 @@ class ContextGraph:
         """
         if isinstance(node_id, Node):
             if self._nodes.get(node_id.id) is not node_id:
-                raise NodeNotFoundError(f"node {node_id!r} is not in this graph")
+                raise NodeNotFoundError(f"node {node_id!r} is not in this graph", node_id=node_id)
             return node_id
         node = self._nodes.get(node_id) if isinstance(node_id, str) else None
         if node is None:
-            raise NodeNotFoundError(f"unknown node id {node_id!r}")
+            raise NodeNotFoundError(f"unknown node id {node_id!r}", node_id=node_id)
         return node
 
     def new_id(self, type_name: str) -> str:
@@ -106,11 +106,13 @@ class ContextGraph:
             GraphError: the node belongs to a graph already, or its id is taken.
         """
         if not isinstance(node, Node):
-            raise GraphError(f"only Node instances can be added, got {type(node).__name__}")
+            raise GraphError(
+                f"only Node instances can be added, got {type(node).__name__}", value=node
+            )
         if node.graph is not None:
-            raise GraphError(f"node {node.id!r} already belongs to a graph")
+            raise GraphError(f"node {node.id!r} already belongs to a graph", value=node.id)
         if node.id and node.id in self._nodes:
-            raise GraphError(f"duplicate node id {node.id!r}")
+            raise GraphError(f"duplicate node id {node.id!r}", value=node.id)
         if not node.id:
             node.id = self.new_id(node.type_name)
         node.graph = self
@@ -231,15 +233,17 @@ class ContextGraph:
         """
         p, c = self.get(parent), self.get(child)
         if after is not None and index is not None:
-            raise GraphError("give either after= or index=, not both")
+            raise GraphError("give either after= or index=, not both", value=(after, index))
         if p is c:
-            raise CycleError(f"cannot link node {p.id!r} to itself")
+            raise CycleError(f"cannot link node {p.id!r} to itself", parent=p.id, child=c.id)
         adj = self._adj
         if adj.has_edge(p.id, c.id):
             return
         # A child without children cannot reach the parent: skip the path search.
         if adj.succ[c.id] and adj.has_path(c.id, p.id):
-            raise CycleError(f"linking {p.id!r} → {c.id!r} would close a cycle")
+            raise CycleError(
+                f"linking {p.id!r} → {c.id!r} would close a cycle", parent=p.id, child=c.id
+            )
         if after is None and index is None:
             self._children_changing(p.id)
             adj.add_edge(p.id, c.id)  # appended: no need to rebuild the sibling order
@@ -257,12 +261,12 @@ class ContextGraph:
         if after is not None:
             after_id = self.get(after).id
             if after_id not in siblings:
-                raise GraphError(f"{after_id!r} is not a child of {parent.id!r}")
+                raise GraphError(f"{after_id!r} is not a child of {parent.id!r}", value=after_id)
             return siblings.index(after_id) + 1
         if index is None:
             return len(siblings)
         if not is_int(index):
-            raise GraphError(f"index must be an int, got {index!r}")
+            raise GraphError(f"index must be an int, got {index!r}", value=index)
         return max(0, min(len(siblings), index if index >= 0 else len(siblings) + index + 1))
 
     def extend(self, parent: NodeRef, children: Sequence[NodeRef]) -> None:
@@ -283,9 +287,11 @@ class ContextGraph:
             if c.id in seen or adj.has_edge(p.id, c.id):
                 continue
             if p is c:
-                raise CycleError(f"cannot link node {p.id!r} to itself")
+                raise CycleError(f"cannot link node {p.id!r} to itself", parent=p.id, child=c.id)
             if adj.succ[c.id] and adj.has_path(c.id, p.id):
-                raise CycleError(f"linking {p.id!r} → {c.id!r} would close a cycle")
+                raise CycleError(
+                    f"linking {p.id!r} → {c.id!r} would close a cycle", parent=p.id, child=c.id
+                )
             seen.add(c.id)
             kids.append(c)
         if not kids:
@@ -307,7 +313,7 @@ class ContextGraph:
         """
         p, c = self.get(parent), self.get(child)
         if not self._adj.has_edge(p.id, c.id):
-            raise GraphError(f"{c.id!r} is not a child of {p.id!r}")
+            raise GraphError(f"{c.id!r} is not a child of {p.id!r}", value=c.id)
         self._children_changing(p.id)
         self._adj.remove_edge(p.id, c.id)
         self.structure_version += 1
@@ -441,7 +447,9 @@ class ContextGraph:
             CheckpointError: ``name`` is not a non-empty string.
         """
         if not isinstance(name, str) or not name:
-            raise CheckpointError(f"checkpoint name must be a non-empty string, got {name!r}")
+            raise CheckpointError(
+                f"checkpoint name must be a non-empty string, got {name!r}", value=name
+            )
         saved = StructureCheckpoint._live(name, self)
         self._forget(name)
         self._checkpoints[name] = saved
@@ -471,7 +479,9 @@ class ContextGraph:
             return self._checkpoints[name]
         except (KeyError, TypeError):
             known = ", ".join(map(repr, self._checkpoints)) or "none"
-            raise CheckpointError(f"unknown checkpoint {name!r}; saved: {known}") from None
+            raise CheckpointError(
+                f"unknown checkpoint {name!r}; saved: {known}", value=name
+            ) from None
 
     # -- persistence ------------------------------------------------------------------
 

@@ -128,16 +128,16 @@ def _open(path: Path, action: str, *, create: bool) -> Iterator[sqlite3.Connecti
     try:
         missing = not create and not path.is_file()
     except (OSError, ValueError) as exc:  # a name too long, a NUL byte
-        raise CheckpointError(f"cannot {action} session file {where}: {exc}") from exc
+        raise CheckpointError(f"cannot {action} session file {where}: {exc}", value=path) from exc
     if missing:
-        raise CheckpointError(f"no saved session at {where}")
+        raise CheckpointError(f"no saved session at {where}", value=path)
     conn = _sqlite.connect(path, _LAYOUT, timeout=30.0, create=create, action=action)
     try:
         yield conn
     # UnicodeDecodeError: bad text bytes in a damaged file; OverflowError: an int past
     # SQLite's 64 bits (only a tampered session counts that far).
     except (sqlite3.Error, UnicodeDecodeError, OverflowError) as exc:
-        raise CheckpointError(f"cannot {action} session file {where}: {exc}") from exc
+        raise CheckpointError(f"cannot {action} session file {where}: {exc}", value=path) from exc
     finally:
         conn.close()
 
@@ -223,7 +223,7 @@ def _json(value: Any, what: str) -> str:
     try:
         return dump_json(value)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise CheckpointError(f"{what} cannot be saved as JSON: {exc}") from exc
+        raise CheckpointError(f"{what} cannot be saved as JSON: {exc}", value=value) from exc
 
 
 def read_session_file(path: Path) -> SessionData:
@@ -239,12 +239,14 @@ def read_session_file(path: Path) -> SessionData:
         try:
             found = _sqlite.stored_version(conn, _LAYOUT)
             if found is None:
-                raise CheckpointError(f"{where} is not a dagctx session file (no session schema)")
+                raise CheckpointError(
+                    f"{where} is not a dagctx session file (no session schema)", value=path
+                )
             if found != str(SESSION_SCHEMA):
                 raise _sqlite.schema_mismatch(_LAYOUT, where, found)
             check = conn.execute("PRAGMA quick_check").fetchall()
             if check != [("ok",)]:
-                raise CheckpointError(f"{where} is corrupt: {check[0][0]}")
+                raise CheckpointError(f"{where} is corrupt: {check[0][0]}", value=path)
             return _decode(conn, where)
         finally:
             if conn.in_transaction:
@@ -256,7 +258,9 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
         try:
             return decode_json(text)
         except (TypeError, ValueError) as exc:
-            raise CheckpointError(f"{what} in {where} is not valid JSON: {exc}") from exc
+            raise CheckpointError(
+                f"{what} in {where} is not valid JSON: {exc}", value=text
+            ) from exc
 
     def rows(sql: str) -> list[tuple[Any, ...]]:
         return conn.execute(sql).fetchall()
@@ -279,7 +283,9 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
     first, after = span[0] if span else (0, 0)
     spans = isinstance(first, int) and isinstance(after, int) and after - first == len(trace_rows)
     if not spans or any(row[0] != first + i for i, row in enumerate(trace_rows)):
-        raise CheckpointError(f"{where} has traces out of their span {first!r}..{after!r}")
+        raise CheckpointError(
+            f"{where} has traces out of their span {first!r}..{after!r}", value=(first, after)
+        )
     traces = TraceRows(
         "",
         first,

@@ -163,7 +163,7 @@ def _build(
         )
     except DagctxError as exc:
         hint = "; pass root= to load it elsewhere" if root is None else ""
-        raise CheckpointError(f"cannot load session {where}: {exc}{hint}") from exc
+        raise CheckpointError(f"cannot load session {where}: {exc}{hint}", value=path) from exc
     try:
         _fill(session, data, saved_root, where)
     except BaseException as exc:
@@ -171,7 +171,7 @@ def _build(
         if isinstance(exc, CheckpointError) or not isinstance(exc, Exception):
             raise
         raise CheckpointError(
-            f"session file {where} cannot be loaded: {type(exc).__name__}: {exc}"
+            f"session file {where} cannot be loaded: {type(exc).__name__}: {exc}", value=path
         ) from exc
     return session
 
@@ -179,7 +179,7 @@ def _build(
 def _get(info: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     value = info.get(key)
     if not isinstance(value, kind) or isinstance(value, bool):
-        raise CheckpointError(f"session file {where} has a bad {key!r}: {value!r}")
+        raise CheckpointError(f"session file {where} has a bad {key!r}: {value!r}", value=value)
     return value
 
 
@@ -192,7 +192,8 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
             if fields["root"] != saved_root:  # a tampered file: the node would read there
                 raise CheckpointError(
                     f"session file {where}: node {raw.get('id')!r} reads files under"
-                    f" {fields['root']!r}, not under the session root {saved_root!r}"
+                    f" {fields['root']!r}, not under the session root {saved_root!r}",
+                    value=fields["root"],
                 )
             if moved:
                 raw = {**raw, "data": {**fields, "root": str(session.root)}}
@@ -208,7 +209,9 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
     traces = data.traces
     trace_mark = _get(data.info, "trace_mark", int, where)
     if not traces.start <= trace_mark <= traces.end:
-        raise CheckpointError(f"session file {where} has a bad 'trace_mark': {trace_mark}")
+        raise CheckpointError(
+            f"session file {where} has a bad 'trace_mark': {trace_mark}", value=trace_mark
+        )
     counters = _get(data.info, "id_counters", dict, where)
     graph_data = GraphData(
         nodes=[node for node in session.graph],
@@ -223,7 +226,7 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
     try:
         session.graph.load(graph_data)
     except GraphLoadError as exc:
-        raise CheckpointError(f"session file {where}: {exc}") from exc
+        raise CheckpointError(f"session file {where}: {exc}", value=exc.value) from exc
     session.turn = _get(data.info, "turn", int, where)
     session._trace_mark.position = trace_mark
     session.context = _load_context(data.info.get("context"), data.context_checkpoints, where)
@@ -239,11 +242,11 @@ def _structure_checkpoint(
         roots = tuple(raw["roots"])
         states = {nid: NodeState.parse(state) for nid, state in raw["states"].items()}
     except (KeyError, TypeError, AttributeError, DagctxError) as exc:
-        raise CheckpointError(f"{what} is malformed: {exc!r}") from exc
+        raise CheckpointError(f"{what} is malformed: {exc!r}", value=raw) from exc
     named = {nid for kids in children.values() for nid in kids} | set(children) | set(roots)
     unknown = sorted((named | set(states)) - set(nodes))
     if unknown or any(nodes[nid].id != nid for nid in nodes):
-        raise CheckpointError(f"{what} names nodes it does not hold: {unknown}")
+        raise CheckpointError(f"{what} names nodes it does not hold: {unknown}", value=unknown)
     return StructureCheckpoint(name, children, roots, states, nodes)
 
 
@@ -255,11 +258,15 @@ def _load_context(raw: Any, checkpoints: list[Any], where: str) -> Context:
         for cp in map(Checkpoint.from_dict, checkpoints):
             stored = store._append(cp.values, cp.token_usage, cp.metadata, cp.created_at)
             if stored.version != cp.version or cp.task_id != task_id:
-                raise CheckpointError(f"checkpoint {cp.task_id!r} v{cp.version} is out of place")
+                raise CheckpointError(
+                    f"checkpoint {cp.task_id!r} v{cp.version} is out of place", value=cp.version
+                )
         context = Context(task_id, config=config, state=ContextState(raw["state"]), store=store)
         context.add_tokens(raw["token_usage"])
     except (KeyError, TypeError, ValueError, DagctxError) as exc:
-        raise CheckpointError(f"the task context saved in {where} is malformed: {exc}") from exc
+        raise CheckpointError(
+            f"the task context saved in {where} is malformed: {exc}", value=raw
+        ) from exc
     return context
 
 
