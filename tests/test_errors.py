@@ -4,15 +4,18 @@ every error carrying its offending value as a field (also across pickling)."""
 from __future__ import annotations
 
 import ast
+import asyncio
+import contextlib
 import inspect
 import pickle
 import re
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import watchfiles
 
 import dagctx
 from dagctx import dsl, errors
@@ -270,6 +273,24 @@ class TestSessionFields:
         with pytest.raises(errors.CoordinationError) as caught:
             s.use_coordination(42)  # type: ignore[arg-type]
         assert caught.value.value == 42
+
+    def test_a_failing_watcher(self, s: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+        refused = OSError(28, "inotify watch limit reached")
+
+        async def failing_awatch(*args: object, **kwargs: object) -> AsyncIterator[set[Any]]:
+            raise refused
+            yield set()  # an async generator, as watchfiles.awatch is
+
+        monkeypatch.setattr(watchfiles, "awatch", failing_awatch)
+
+        async def watch_two_ticks() -> None:
+            async with contextlib.aclosing(s.watch()) as ticks:
+                await anext(ticks)  # the tick after the scan
+                await anext(ticks)  # the watcher's failure comes with the next batch
+
+        with pytest.raises(errors.WatchError) as caught:
+            asyncio.run(watch_two_ticks())
+        assert caught.value.value is refused
 
     def test_unknown_mcp_server(self, s: Session) -> None:
         with pytest.raises(errors.MCPServerNotFoundError) as caught:
