@@ -24,7 +24,8 @@ from dagctx.checkpoint import Checkpoint, CheckpointStore, SQLiteCheckpointStore
 from dagctx.context import Context, ContextState, make_config
 from dagctx.graph import ContextGraph
 from dagctx.knowledge import KnowledgeStore, Workspace
-from dagctx.nodes import GroupNode, MessageNode, ShellNode, TextNode, TopicNode
+from dagctx.mcp.client import MCPConnection
+from dagctx.nodes import GroupNode, MessageNode, Node, ShellNode, TextNode, TopicNode
 from dagctx.nodes.lock import LockNode
 from dagctx.nodes.registry import resolve_node_type
 from dagctx.session import Session
@@ -292,6 +293,14 @@ class TestSessionFields:
             asyncio.run(watch_two_ticks())
         assert caught.value.value is refused
 
+    def test_a_work_node_of_no_agent_here(self, s: Session) -> None:
+        data = s.work_on("fix", "a.txt").to_dict()
+        data["id"] = "work_99"
+        loaded = s.add(Node.from_dict(data))
+        with pytest.raises(errors.ForeignWorkError) as caught:
+            s.work_done(loaded)
+        assert caught.value.node_id == "work_99"
+
     def test_unknown_mcp_server(self, s: Session) -> None:
         with pytest.raises(errors.MCPServerNotFoundError) as caught:
             s.mcp_server("nope")
@@ -342,6 +351,14 @@ class TestGraphAndStoreFields:
         with pytest.raises(errors.CheckpointError) as caught:
             SQLiteCheckpointStore(path, "t")
         assert caught.value.value == ["photos"]
+
+
+class TestMCPClientFields:
+    def test_an_unconnected_client_names_its_server(self) -> None:
+        connection = MCPConnection("fs", command=["fs-server"])
+        with pytest.raises(errors.MCPClientError) as caught:
+            asyncio.run(connection.list_tools())
+        assert caught.value.server == caught.value.value == "fs"
 
 
 class TestNoBareRaises:
