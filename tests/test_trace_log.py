@@ -111,3 +111,20 @@ class TestGraphReaders:
         assert g.traces.start > 0
         g.restore("c")
         assert [n.state for n in nodes] == [n.default_state for n in nodes]
+
+    def test_a_live_checkpoint_keeps_its_changes_while_fewer_than_its_nodes(self) -> None:
+        g = ContextGraph()
+        nodes = [g.add(GroupNode(f"g{i}")) for i in range(3 * RECENT)]
+        g.checkpoint("c")
+        taken = len(g.traces)
+        for _ in range(RECENT):  # 2 * RECENT changes: fewer than the 3 * RECENT nodes
+            nodes[0].set_state("hidden")
+            nodes[0].set_state("details")
+        assert g.traces.start <= taken
+        for _ in range(2 * RECENT):  # now more than the nodes: comparing all is cheaper
+            nodes[1].set_state("hidden")
+            nodes[1].set_state("details")
+        assert g.traces.start > taken
+        nodes[2].set_state("hidden")
+        g.restore("c")
+        assert {n.state for n in nodes} == {GroupNode.default_state}

@@ -64,8 +64,10 @@ class Adjacency:
 
     def __init__(self) -> None:
         self._dag = _Dag()
-        self.succ: Mapping[str, Row] = self._dag._succ
-        self.pred: Mapping[str, Row] = self._dag._pred
+        # networkx's stubs leave its adjacency dicts out: read them from the instance.
+        fields = vars(self._dag)
+        self.succ: Mapping[str, Row] = fields["_succ"]
+        self.pred: Mapping[str, Row] = fields["_pred"]
 
     @property
     def digraph(self) -> nx.DiGraph:
@@ -73,7 +75,7 @@ class Adjacency:
         return self._dag
 
     def has_edge(self, parent: str, child: str) -> bool:
-        row = self._dag._succ.get(parent)
+        row = self.succ.get(parent)
         return row is not None and child in row
 
     def has_path(self, source: str, target: str) -> bool:
@@ -100,7 +102,7 @@ class Adjacency:
 
     def insert_child(self, parent: str, child: str, position: int) -> None:
         """Make ``child`` the child of ``parent`` at ``position`` among its children."""
-        tail = list(self._dag._succ[parent])[position:]
+        tail = list(self.succ[parent])[position:]
         dag = self._dag
         for sibling in tail:
             dag.remove_edge(parent, sibling)
@@ -110,7 +112,7 @@ class Adjacency:
 
     def clear_children(self, parent: str) -> None:
         """Remove every edge from ``parent`` to its children."""
-        self._dag.remove_edges_from([(parent, c) for c in list(self._dag._succ[parent])])
+        self._dag.remove_edges_from([(parent, c) for c in list(self.succ[parent])])
 
 
 __all__ = ["Adjacency", "Row"]

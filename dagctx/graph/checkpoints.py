@@ -19,6 +19,7 @@ from itertools import compress, repeat
 from operator import attrgetter, ne
 from typing import TYPE_CHECKING
 
+from dagctx.graph.traces import RECENT, TraceCursor
 from dagctx.nodes.base import Node, NodeState
 
 if TYPE_CHECKING:
@@ -42,8 +43,8 @@ class StructureCheckpoint:
         "_added",
         "_children",
         "_codes",
+        "_cursor",
         "_graph",
-        "_mark",
         "_pre",
         "_removed",
         "name",
@@ -68,7 +69,7 @@ class StructureCheckpoint:
         self._pre: dict[str, tuple[str, ...]] = {}  # children before their first change
         self._added: dict[str, None] = {}  # nodes added since, in order
         self._removed: set[str] = set()  # nodes of the checkpoint removed since
-        self._mark = 0  # trace log position when taken (live checkpoints; not a cursor)
+        self._cursor: TraceCursor | None = None  # live checkpoints: changes since taken
 
     @classmethod
     def _live(cls, name: str, graph: ContextGraph) -> StructureCheckpoint:
@@ -80,7 +81,9 @@ class StructureCheckpoint:
         saved._children = None
         saved._graph = graph
         saved._pre, saved._added, saved._removed = {}, {}, set()
-        saved._mark = len(graph.traces)
+        # Reading the changes since costs less than comparing every node only while they
+        # are fewer than the nodes: the log may drop them after that many.
+        saved._cursor = graph.traces.cursor(limit=max(len(saved.nodes), RECENT))
         return saved
 
     @property
@@ -104,8 +107,8 @@ class StructureCheckpoint:
             kids = {p: tuple(c) for p, c in succ.items() if c and p not in pre and p not in added}
             kids.update((p, c) for p, c in pre.items() if c)
             self._children = kids
-            graph._watching.remove(self)
-            self._graph, self._pre = None, {}
+            graph._retire(self)
+            self._pre = {}
         return self._children
 
     def _changing(self, pid: str, kids: Iterable[str]) -> None:
@@ -170,7 +173,8 @@ def restore_structure(graph: ContextGraph, saved: StructureCheckpoint) -> list[s
         _restore_states(graph, saved)
         if saved.live:
             saved._removed = set()
-            saved._mark = len(graph.traces)
+            assert saved._cursor is not None
+            saved._cursor.position = len(graph.traces)
     return newer
 
 
@@ -182,8 +186,9 @@ def _restore_states(graph: ContextGraph, saved: StructureCheckpoint) -> None:
     every node."""
     nodes, kept, codes = graph._nodes, saved.nodes, saved._codes
     traces = graph.traces
-    if saved.live and traces.start <= saved._mark <= len(traces):
-        look = {t.node_id for t in traces.since(saved._mark)} | saved._removed
+    cursor = saved._cursor
+    if cursor is not None and traces.start <= cursor.position <= len(traces):
+        look = {t.node_id for t in traces.since(cursor.position)} | saved._removed
         position = dict(zip(kept, range(len(kept)), strict=True)) if look else {}
         for nid in look:
             i = position.get(nid)

@@ -459,8 +459,14 @@ class ContextGraph:
     def _forget(self, name: str) -> None:
         old = self._checkpoints.pop(name, None)
         if old is not None and old._graph is self:
-            self._watching.remove(old)
-            old._graph = None
+            self._retire(old)
+
+    def _retire(self, saved: StructureCheckpoint) -> None:
+        """Stop reporting changes to a live checkpoint (and keeping traces for it)."""
+        self._watching.remove(saved)
+        if saved._cursor is not None:
+            self.traces.release(saved._cursor)
+        saved._graph = saved._cursor = None
 
     def _children_changing(self, parent_id: str) -> None:
         """Hand the children of ``parent_id`` to the live checkpoints before they change."""

@@ -61,10 +61,12 @@ class GraphData:
 def dump_graph(graph: ContextGraph) -> GraphData:
     """The state of ``graph`` as :class:`GraphData` (node objects are shared, not copied)."""
     succ, pred = graph._adj.succ, graph._adj.pred
-    edges: list[Edge] = []
-    for parent in graph._nodes:
-        for position, child in enumerate(succ[parent]):
-            edges.append((parent, position, child, list(pred[child]).index(parent)))
+    rank = {child: {p: i for i, p in enumerate(pred[child])} for child in pred if pred[child]}
+    edges: list[Edge] = [
+        (parent, position, child, rank[child][parent])
+        for parent in graph._nodes
+        for position, child in enumerate(succ[parent])
+    ]
     traces = graph.traces
     return GraphData(
         nodes=list(graph._nodes.values()),

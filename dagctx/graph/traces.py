@@ -11,7 +11,9 @@ What is kept, and why (the retention rule, applied at appends):
 - every trace at or after the position of a live :class:`TraceCursor`: a cursor is a
   reader that must see every change after it (a session's "changes since the last tick"
   and the last tick's own changes). A cursor is held weakly: a reader that is gone no
-  longer keeps traces;
+  longer keeps traces. A cursor with a ``limit`` keeps at most that many traces behind
+  the end: a live structure checkpoint reads the changes since it was taken only while
+  they are fewer than its nodes (past that, comparing every node costs no more);
 - the last :data:`RECENT` traces whatever the cursors, for readers that look back a bounded
   way (a session node's recent actions, the watcher's "shown deleted at the last tick"
   after a resume);
@@ -19,8 +21,8 @@ What is kept, and why (the retention rule, applied at appends):
   proportional to ``RECENT`` plus what the cursors hold, however long the session runs.
 
 Readers that only need a position to save work (the projector's plans, a live structure
-checkpoint) keep a plain int and check it against :attr:`TraceLog.start`: traces dropped
-under them make them recompute in full, which is correct, only slower.
+checkpoint past its limit) check it against :attr:`TraceLog.start`: traces dropped under
+them make them recompute in full, which is correct, only slower.
 
 Each log has an identity (:attr:`TraceLog.log_id`, fresh per log): a session file records
 the identity and the span of the traces it holds, so a save can append only what is new
@@ -50,10 +52,13 @@ class TraceCursor:
     last reference to it (or call :meth:`TraceLog.release`) when the reader goes away.
     """
 
-    __slots__ = ("__weakref__", "position")
+    __slots__ = ("__weakref__", "limit", "position")
 
-    def __init__(self, position: int) -> None:
+    def __init__(self, position: int, limit: int | None = None) -> None:
         self.position = position
+        #: None, or how many traces behind the end the cursor keeps at most (a reader
+        #: that can do without its traces, only slower, past that many).
+        self.limit = limit
 
     def __repr__(self) -> str:
         return f"<TraceCursor at {self.position}>"
@@ -119,8 +124,9 @@ class TraceLog:
 
     # -- cursors ----------------------------------------------------------------------
 
-    def cursor(self, position: int | None = None) -> TraceCursor:
-        """A new cursor at ``position`` (default: the end); traces from there on are kept.
+    def cursor(self, position: int | None = None, *, limit: int | None = None) -> TraceCursor:
+        """A new cursor at ``position`` (default: the end); traces from there on are kept
+        (with a ``limit``: at most the last ``limit`` traces).
 
         Raises:
             TracesDroppedError: ``position`` is before :attr:`start`.
@@ -128,7 +134,7 @@ class TraceLog:
         at = len(self) if position is None else position
         if at < self._start:
             raise _dropped(at, self._start)
-        cursor = TraceCursor(at)
+        cursor = TraceCursor(at, limit)
         self._cursors.add(cursor)
         return cursor
 
@@ -160,7 +166,10 @@ class TraceLog:
         end = len(self)
         keep_from = max(end - RECENT, self._start)
         for cursor in self._cursors:
-            keep_from = min(keep_from, max(cursor.position, self._start))
+            held = cursor.position
+            if cursor.limit is not None:
+                held = max(held, end - cursor.limit)
+            keep_from = min(keep_from, max(held, self._start))
         dropped = keep_from - self._start
         if dropped:
             del self._items[:dropped]

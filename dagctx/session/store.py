@@ -7,7 +7,8 @@ a whole session in one file (default ``<root>/.dagctx/session.db``):
   (``seq``) and last recompute time, including nodes that only a structure checkpoint
   still holds (removed since the checkpoint);
 - the structure: ordered children per node and the root order;
-- the structure checkpoints, the traces, the turn count and where the next tick's
+- the structure checkpoints, the traces the graph's trace log keeps (a save writes only
+  what changed in them), the id counters, the turn count and where the next tick's
   changes start, the budget and the encoding;
 - the root task context: task id, config, state, token usage and its checkpoints.
 
@@ -214,7 +215,7 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
         )
     counters = _get(data.info, "id_counters", dict, where)
     graph_data = GraphData(
-        nodes=[node for node in session.graph],
+        nodes=list(session.graph),
         edges=data.edges,
         roots=data.roots,
         checkpoints=checkpoints,

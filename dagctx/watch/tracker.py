@@ -166,6 +166,7 @@ class TreeTracker:
         for node in self.session.graph.roots():
             if isinstance(node, GroupNode) and node.title == title:
                 self._adopt(node)
+                # The trace log keeps the last tick's traces (the session holds a cursor).
                 last = {t.node_id: t.description for t in self.session.graph.traces}
                 self._gone = {r for r, n in self.files.items() if last.get(n.id) == _DELETED}
                 self.session.queue_result(self.reap)
