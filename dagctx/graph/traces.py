@@ -70,7 +70,7 @@ class TraceLog:
     __slots__ = ("_cursors", "_items", "_next_trim", "_start", "log_id")
 
     def __init__(self) -> None:
-        self._items: list[Trace] = []
+        self._items: list[Trace] = []  # never rebound: ContextGraph appends to it directly
         self._start = 0
         self._cursors: weakref.WeakSet[TraceCursor] = weakref.WeakSet()
         self._next_trim = 2 * RECENT
@@ -151,7 +151,10 @@ class TraceLog:
     # -- writing ----------------------------------------------------------------------
 
     def append(self, trace: Trace) -> None:
-        """Record ``trace`` at position ``len(self)``; may drop old traces (retention)."""
+        """Record ``trace`` at position ``len(self)``; may drop old traces (retention).
+
+        :meth:`ContextGraph.record_change` does the same inline (a hot path).
+        """
         items = self._items
         items.append(trace)
         if len(items) >= self._next_trim:
@@ -188,7 +191,7 @@ class TraceLog:
         """
         if isinstance(start, bool) or not isinstance(start, int) or start < 0:
             raise GraphLoadError(f"bad trace start {start!r}", value=start)
-        self._items = list(traces)
+        self._items[:] = traces  # the same list: the graph appends to it directly
         self._start = start
         self.log_id = uuid.uuid4().hex
         for cursor in self._cursors:
