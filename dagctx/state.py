@@ -26,7 +26,7 @@ import copy
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Any, Final, TypedDict
+from typing import Annotated, Any, Final, TypedDict, cast
 
 from dagctx._validate import is_int, is_number
 from dagctx.capability import (
@@ -247,7 +247,7 @@ class StateManager:
             **_execution_defaults(),
             "task_user_input": user_input,
         }
-        return AgentState(**fresh)  # type: ignore[typeddict-item]
+        return cast("AgentState", fresh)
 
     @staticmethod
     def store_context(
@@ -301,7 +301,7 @@ class StateManager:
                 f"planning_execution_plan must be {{'steps': [step, ...]}}, got {plan!r:.120}",
                 value=plan,
             )
-        return plan
+        return cast("ExecutionPlan", plan)
 
     @staticmethod
     def get_current_step_index(state: Mapping[str, Any]) -> int:

@@ -20,8 +20,6 @@ render and budget them in the context DAG. Merging state updates is
 from dagctx.capability.context import (
     META_KEY,
     CapabilityContext,
-    CapabilityError,
-    CapabilityTypeError,
     ContextRegistry,
     RawContext,
     StoredContext,
@@ -35,6 +33,7 @@ from dagctx.capability.manager import (
     load_context,
 )
 from dagctx.capability.steps import Constraint, ConstraintMode
+from dagctx.errors import CapabilityError, CapabilityTypeError
 
 __all__ = [
     "DEFAULT_CONTEXT_FILENAME",

@@ -32,8 +32,6 @@ from dagctx._fs import write_atomic
 from dagctx.capability.context import (
     META_KEY,
     CapabilityContext,
-    CapabilityError,
-    CapabilityTypeError,
     ContextRegistry,
     RawContext,
     StoredContext,
@@ -51,6 +49,7 @@ from dagctx.capability.steps import (
     step_inputs,
 )
 from dagctx.capability.summary import access_path
+from dagctx.errors import CapabilityError, CapabilityTypeError
 
 DEFAULT_CONTEXT_FILENAME = "context.json"
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from dagctx.capability.context import CapabilityError, StoredContext, check_name
+from dagctx.capability.context import StoredContext, check_name
+from dagctx.errors import CapabilityError
 
 Constraint = str | tuple[str, str]
 ConstraintMode = Literal["hard", "soft"]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from dagctx.errors import MCPClientError
+
 #: Seconds a server gets to start, shake hands and list its tools.
 DEFAULT_CONNECT_TIMEOUT = 15.0
 #: Seconds a tool call (or a tool listing) may take.
@@ -21,7 +23,7 @@ DEFAULT_CALL_TIMEOUT = 60.0
 SHUTDOWN_TIMEOUT = 10.0
 
 if TYPE_CHECKING:
-    from dagctx.mcp.client import CallResult, MCPClientError, MCPConnection
+    from dagctx.mcp.client import CallResult, MCPConnection
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
@@ -34,7 +36,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("CallResult", "MCPClientError", "MCPConnection"):
+    if name in ("CallResult", "MCPConnection"):
         from dagctx.mcp import client
 
         return getattr(client, name)

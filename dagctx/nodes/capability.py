@@ -176,7 +176,8 @@ class CapabilityNode(Node):
     @property
     def data(self) -> dict[str, Any]:
         """A copy of the full data as JSON (what ALL renders and :meth:`to_dict` stores)."""
-        return json.loads(json.dumps(self._held.data))
+        data: dict[str, Any] = json.loads(json.dumps(self._held.data))
+        return data
 
     def update(self, context: StoredContext) -> bool:
         """Hold ``context`` instead; return whether the node changed.

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from dagctx.nodes.base import NodeState
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +112,8 @@ class Projection:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Projection is immutable (cannot set {name!r})")
 
-    def _lazy(self, name: str, make: Callable[[], Any]) -> Any:
-        value = getattr(self, name)
+    def _lazy(self, name: str, make: Callable[[], _T]) -> _T:
+        value: _T | None = getattr(self, name)
         if value is None:
             value = make()
             object.__setattr__(self, name, value)

@@ -31,18 +31,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from dagctx._validate import is_finite
-from dagctx.errors import ArgumentError, BlockingCallError
+from dagctx.errors import ArgumentError, BlockingCallError, LockError, ShellError
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.lock import (
     DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT,
 )
 from dagctx.nodes.lock import (
-    LockError,
     LockNode,
     check_lock_timeout,
     lock_file_for,
 )
-from dagctx.nodes.shell import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ShellError, ShellNode
+from dagctx.nodes.shell import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ShellNode
 from dagctx.session.core import SessionCore
 
 if TYPE_CHECKING:

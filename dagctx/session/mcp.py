@@ -22,7 +22,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dagctx._validate import is_number
-from dagctx.errors import ArgumentError, MCPStateError, MCPToolNotFoundError, PathError
+from dagctx.errors import (
+    ArgumentError,
+    MCPClientError,
+    MCPStateError,
+    MCPToolNotFoundError,
+    PathError,
+)
 from dagctx.mcp import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT
 from dagctx.nodes.artifact import ArtifactNode
 from dagctx.nodes.base import NodeState
@@ -93,7 +99,7 @@ class MCPVerbs(SessionCore):
                 already (nothing changes).
             NodeNotFoundError: ``parent`` is not in the graph.
         """
-        from dagctx.mcp.client import MCPClientError, MCPConnection  # the SDK loads here
+        from dagctx.mcp.client import MCPConnection  # the SDK loads here
 
         self._check_open()
         argv, env_map, workdir = _check_connect(self.root, name, command, url, env, cwd, timeout)

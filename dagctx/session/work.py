@@ -19,7 +19,13 @@ import os
 import weakref
 from collections.abc import Callable, Iterable
 
-from dagctx.errors import ForeignWorkError, NodeClosedError, NodeTypeError, PathError
+from dagctx.errors import (
+    CoordinationError,
+    ForeignWorkError,
+    NodeClosedError,
+    NodeTypeError,
+    PathError,
+)
 from dagctx.graph import NodeRef
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.work import WorkNode
@@ -27,7 +33,6 @@ from dagctx.runtime.coordination import (
     DEFAULT_STALE_AFTER,
     Agent,
     Claim,
-    CoordinationError,
     CoordinationStore,
     WorkBoard,
     check_ttl,

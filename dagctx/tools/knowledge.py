@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TypeVar
 
 import regex
 
@@ -30,8 +30,10 @@ GREP_TIMEOUT = 1.0
 GREP_MAX_MATCHES = 200
 """Matching lines shown; the rest are counted."""
 
+_T = TypeVar("_T")
 
-def _attached(ctx: Context, key: str, kind: type[Any]) -> Any:
+
+def _attached(ctx: Context, key: str, kind: type[_T]) -> _T | str:
     """``ctx.state[key]`` if it is a `kind`; a message if absent; `ToolError` if wrong."""
     value = ctx.state.get(key)
     if value is None:
