@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -174,6 +175,29 @@ class TestBackgroundLoop:
         with pytest.raises(DagctxError, match="closed"):
             runner.run(asyncio.sleep(0))
         runner.close()  # idempotent
+
+    @pytest.mark.parametrize("work", ["", "s.shell('sleep', ['30'])\n"], ids=["tick", "shell"])
+    def test_a_program_that_never_closes_its_session_still_exits(
+        self, tmp_path: Path, work: str
+    ) -> None:
+        # Regression: anyio's start_blocking_portal runs the loop on an executor thread,
+        # which interpreter shutdown joins: the program hung after its last line.
+        (tmp_path / "a.py").write_text("x = 1\n")
+        script = (
+            "import sys\n"
+            "from dagctx import Session\n"
+            "s = Session(sys.argv[1], budget=1000)\n"
+            "s.text('a.py')\n"
+            "s.tick()\n" + work + "print('ticked', flush=True)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "ticked\n"
 
     def test_run_timeout_cancels_the_task(self) -> None:
         runner = BackgroundRunner()

@@ -14,6 +14,7 @@ which is its only user. Imports networkx only.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
@@ -45,7 +46,13 @@ def _no_attributes() -> _NoAttributes:
     return _NO_ATTRIBUTES
 
 
-class _Dag(nx.DiGraph):
+if TYPE_CHECKING:  # networkx's stubs make DiGraph generic; the class itself is not
+    _DiGraph = nx.DiGraph[str]
+else:
+    _DiGraph = nx.DiGraph
+
+
+class _Dag(_DiGraph):
     """A networkx DiGraph whose nodes and edges share one empty attribute mapping."""
 
     node_attr_dict_factory = staticmethod(_no_attributes)
@@ -70,7 +77,7 @@ class Adjacency:
         self.pred: Mapping[str, Row] = fields["_pred"]
 
     @property
-    def digraph(self) -> nx.DiGraph:
+    def digraph(self) -> nx.DiGraph[str]:
         """The networkx graph itself, for networkx's algorithms (read it, do not write)."""
         return self._dag
 

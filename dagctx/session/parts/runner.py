@@ -6,8 +6,11 @@ code does other things; they never touch nodes but queue results in the
 verbs that need a coroutine (``Session.tick``, the ``*_sync`` MCP verbs) run it here and
 wait for its result.
 
-The portal (:func:`anyio.from_thread.start_blocking_portal`, asyncio backend) starts on
-first use, so a session that never ticks and starts no background work has no thread.
+The loop runs an anyio :class:`~anyio.from_thread.BlockingPortal` (asyncio backend) on a
+daemon thread of its own, started on first use, so a session that never ticks and starts
+no background work has no thread, and a program that exits without closing its session
+is not kept waiting for the loop (anyio's ``start_blocking_portal`` runs it on an executor
+thread, which interpreter shutdown joins: a session left open hung the exit).
 :meth:`BackgroundRunner.close` cancels what still runs on the loop, ends the loop (tasks
 started outside the portal, such as MCP connection tasks, are cancelled then too) and
 joins its thread.
@@ -22,10 +25,10 @@ import concurrent.futures
 import contextlib
 import threading
 from collections.abc import Callable, Coroutine
-from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+import anyio
+from anyio.from_thread import BlockingPortal
 
 from dagctx.errors import BlockingCallError, SessionClosedError
 
@@ -42,7 +45,6 @@ class BackgroundRunner:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
         self._portal: BlockingPortal | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -66,10 +68,7 @@ class BackgroundRunner:
             if self._closed:
                 raise SessionClosedError("the session is closed: its background loop has stopped")
             if self._portal is None:
-                portal_cm = start_blocking_portal("asyncio")
-                portal = portal_cm.__enter__()
-                self._thread = portal.call(threading.current_thread)
-                self._portal_cm, self._portal = portal_cm, portal
+                self._portal, self._thread = _start_portal()
             return self._portal
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
@@ -129,23 +128,42 @@ class BackgroundRunner:
         """
         with self._lock:
             self._closed = True
-            portal_cm, portal, thread = self._portal_cm, self._portal, self._thread
-            self._portal_cm = self._portal = self._thread = None
-        if portal_cm is None or portal is None:
+            portal, thread = self._portal, self._thread
+            self._portal = self._thread = None
+        if portal is None or thread is None:
             return
         if thread is threading.current_thread():  # a thread cannot join itself
-            helper = threading.Thread(target=_stop, args=(portal, portal_cm, False), daemon=True)
+            helper = threading.Thread(target=_stop, args=(portal, thread, False), daemon=True)
             helper.start()
             return
-        _stop(portal, portal_cm, cancel_remaining=True)
+        _stop(portal, thread, cancel_remaining=True)
 
 
-def _stop(
-    portal: BlockingPortal,
-    portal_cm: AbstractContextManager[BlockingPortal],
-    cancel_remaining: bool,
-) -> None:
-    """Stop the portal (cancelling its remaining tasks, or waiting for them), end its
-    loop and join its thread."""
+def _start_portal() -> tuple[BlockingPortal, threading.Thread]:
+    """Start an asyncio loop holding a blocking portal on a new daemon thread; return the
+    portal once it takes calls, and the thread."""
+    ready: concurrent.futures.Future[BlockingPortal] = concurrent.futures.Future()
+
+    async def serve() -> None:
+        async with BlockingPortal() as portal:
+            ready.set_result(portal)
+            await portal.sleep_until_stopped()
+
+    def run_loop() -> None:
+        try:
+            anyio.run(serve, backend="asyncio")
+        except BaseException as exc:  # reported to the starter if the portal never opened
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+
+    thread = threading.Thread(target=run_loop, name="dagctx-background", daemon=True)
+    thread.start()
+    return ready.result(), thread
+
+
+def _stop(portal: BlockingPortal, thread: threading.Thread, cancel_remaining: bool) -> None:
+    """Stop the portal (cancelling its remaining tasks, or waiting for them), which ends
+    its loop, and join the loop's thread."""
     portal.call(portal.stop, cancel_remaining)
-    portal_cm.__exit__(None, None, None)
+    thread.join()
