@@ -11,6 +11,9 @@ The public names of the package, one module per concern:
 - :mod:`dagctx.capability.steps` — plan-step inputs and constraints;
 - :mod:`dagctx.capability.summary` — bounded summaries and access paths.
 
+Plain data with pydantic: must not import the graph, the nodes or the session
+(:class:`dagctx.nodes.capability.CapabilityNode` brings these contexts into the DAG).
+
 ``get_summary()`` is small whatever the size of the data, and summaries and access
 details are JSON-serialisable, so :class:`dagctx.nodes.capability.CapabilityNode` can
 render and budget them in the context DAG. Merging state updates is

@@ -1,4 +1,12 @@
-"""Node types of the context DAG; each type lives in its own module and registers itself."""
+"""Node types of the context DAG; each type lives in its own module and registers itself.
+
+:mod:`.base` holds :class:`Node`, its states, frequencies and traces; :mod:`.registry`
+rebuilds a node from ``to_dict`` data by type name. A node renders itself and changes
+through its own methods; the live resources some nodes describe (processes, the
+coordination store, capability data) come from :mod:`dagctx.runtime` and
+:mod:`dagctx.capability`. Must not import the session, the projection or the graph at
+run time (the graph calls the nodes, not the other way round).
+"""
 
 from dagctx.nodes.artifact import ArtifactNode
 from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace

@@ -14,6 +14,9 @@ The graph tools (`get_graph_tools`) act on a `Session` instead (``tool.bind(sess
 ``checkpoint``, ``restore``, ``set_budget``, ``show_projection_stats``.
 
 Every factory returns fresh, unbound instances; ``tool.bind(ctx)`` returns the tool.
+Schemas and argument checks come from :mod:`.schema` and :mod:`.validation` (pydantic).
+Tools reach the graph only through the public verbs of ``Session``; must not import the
+command line or the watcher.
 """
 
 from __future__ import annotations
