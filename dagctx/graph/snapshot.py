@@ -27,6 +27,7 @@ from graphlib import CycleError as GraphlibCycleError
 from graphlib import TopologicalSorter
 from typing import TYPE_CHECKING
 
+from dagctx._validate import is_int
 from dagctx.errors import GraphLoadError
 from dagctx.nodes.base import Node, Trace
 
@@ -121,7 +122,7 @@ def load_graph(graph: ContextGraph, data: GraphData) -> None:
 
 
 def _check_count(what: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < CLOCK_LIMIT:
+    if not is_int(value) or not 0 <= value < CLOCK_LIMIT:
         raise GraphLoadError(f"bad {what}: {value!r}", value=value)
 
 

@@ -38,6 +38,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import overload
 
+from dagctx._validate import is_int
 from dagctx.errors import GraphLoadError, TracesDroppedError
 from dagctx.nodes.base import Trace
 
@@ -189,7 +190,7 @@ class TraceLog:
         Raises:
             GraphLoadError: ``start`` is not a non-negative int.
         """
-        if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        if not is_int(start) or start < 0:
             raise GraphLoadError(f"bad trace start {start!r}", value=start)
         self._items[:] = traces  # the same list: the graph appends to it directly
         self._start = start
