@@ -207,6 +207,17 @@ class TestAgainstGit:
         assert not {"venv/lib.py", "p/__pycache__/m.py"} & files
         assert "venv" not in dirs
 
+    def test_a_worktree_or_submodule_git_file_is_not_content(self, repo: Path) -> None:
+        write(repo, {"sub/.git": "gitdir: ../.git/modules/sub\n", "sub/m.py": "x"})
+        files, _ = dagctx_view(repo)
+        assert "sub/m.py" in files and "sub/.git" not in files
+        git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tracked")
+        worktree = repo.parent / "worktree"
+        git(repo, "worktree", "add", "-q", "--detach", str(worktree))
+        assert (worktree / ".git").is_file()
+        files, _ = dagctx_view(worktree)
+        assert set(TRACKED_ALTHOUGH_IGNORED) <= files and ".git" not in files
+
 
 HOSTILE = [
     "**********",

@@ -280,6 +280,8 @@ class TreeFilter:
         return self._keeps_file_in(self._state(parent), parent, rel, rel.rpartition("/")[2])
 
     def _keeps_file_in(self, state: _Dir, rel_dir: str, rel: str, name: str) -> bool:
+        if name in ALWAYS_SKIPPED:  # a worktree's or submodule's ``.git`` is a file
+            return False
         if state is _Dir.PRUNED or (self._outputs and self._is_output(rel)):
             return False
         if rel in self._tracked:
