@@ -5,13 +5,25 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench bench-quick lint clean
+.PHONY: run test bench bench-quick bench-relevance bench-relevance-quick lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,langgraph]'
 	touch $(STAMP)
+
+# Aider (the relevance benchmark's baseline) pins exact versions of what dagctx also uses,
+# so it gets a venv of its own, from the `aider` extra of pyproject.toml. When it cannot be
+# installed the benchmark still runs and prints n/a for aider.
+AIDER_VENV := .venv-aider
+AIDER_STAMP := $(AIDER_VENV)/.installed
+
+$(AIDER_STAMP): pyproject.toml $(STAMP)
+	test -x $(AIDER_VENV)/bin/python || $(PYTHON) -m venv $(AIDER_VENV)
+	$(BIN)/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["aider"]))' > $(AIDER_VENV)/requirements.txt
+	$(AIDER_VENV)/bin/python -m pip install --quiet -r $(AIDER_VENV)/requirements.txt \
+		&& touch $(AIDER_STAMP) || echo "aider not installed: its rows will read n/a"
 
 run: $(STAMP)
 	$(BIN)/dagctx watch . --budget 8000
@@ -28,5 +40,12 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks --quick
 
+# Repositories come from $$DAGCTX_MIRRORS (bare mirrors) when set, else are cloned.
+bench-relevance: $(STAMP) $(AIDER_STAMP)
+	$(BIN)/python -m benchmarks.relevance
+
+bench-relevance-quick: $(STAMP) $(AIDER_STAMP)
+	$(BIN)/python -m benchmarks.relevance --quick
+
 clean:
-	rm -rf $(VENV) .dagctx build dist
+	rm -rf $(VENV) $(AIDER_VENV) .dagctx build dist

@@ -1,0 +1,144 @@
+"""The relevance benchmark's own parts: task extraction from a real git history, the frozen
+task list, the BM25 baseline, task selection and the target check."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks.relevance import TARGETS, bm25_rank, misses, run_bm25, select, terms
+from benchmarks.relevance_tasks import MIN_SOURCE_FILES, TASKS, candidates, is_source, pick
+
+
+@pytest.mark.parametrize(
+    ("path", "source"),
+    [
+        ("flask/app.py", True),
+        ("command.go", True),
+        ("lib/router/index.js", True),
+        ("tests/test_app.py", False),
+        ("flask/testsuite/helpers.py", False),
+        ("command_test.go", False),
+        ("lib/router.test.js", False),
+        ("docs/conf.py", False),
+        ("vendor/x/y.go", False),
+        ("CHANGES.rst", False),
+        ("package-lock.json", False),
+        ("setup.py", False),
+    ],
+)
+def test_is_source(path: str, source: bool) -> None:
+    assert is_source(path) is source
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def _commit(repo: Path, files: dict[str, str], message: str) -> str:
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def test_candidates_from_a_real_history(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "a@b.c")
+    _git(repo, "config", "user.name", "a")
+    base = {f"pkg/m{i}.py": f"x = {i}\n" for i in range(MIN_SOURCE_FILES)}
+    first = _commit(repo, base, "Add the package modules")
+    good = _commit(
+        repo,
+        {"pkg/m1.py": "x = 10\n", "tests/test_m1.py": "assert 1\n", "CHANGES.rst": "x\n"},
+        "Handle redirects in the session\n\nThe body explains why.",
+    )
+    _commit(repo, {"pkg/m2.py": "x = 20\n"}, "Fix typo in the session module")
+    _commit(repo, {"pkg/new.py": "y = 1\n", "pkg/m3.py": "x = 30\n"}, "Add a brand new module")
+    _commit(repo, {"pkg/m4.py": "x = 40\n"}, "Release 1.2.3 of everything")
+    found = candidates(repo)
+    assert [c["commit"] for c in found] == [good]
+    assert found[0]["parent"] == first
+    assert found[0]["truth"] == ["pkg/m1.py"]
+    assert found[0]["task"] == "Handle redirects in the session\n\nThe body explains why."
+
+
+def test_pick_is_evenly_spaced_and_deterministic() -> None:
+    items = [{"n": i} for i in range(10)]
+    assert [x["n"] for x in pick(items, 4)] == [0, 2, 5, 7]
+    assert pick(items, 20) == items
+
+
+def test_frozen_task_list_meets_the_issue() -> None:
+    tasks = json.loads(TASKS.read_text(encoding="utf-8"))
+    assert len(tasks) >= 150
+    repositories = {t["repository"] for t in tasks}
+    assert len(repositories) >= 4
+    assert {t["language"] for t in tasks} - {"python"}
+    for task in tasks:
+        assert set(task) >= {"repository", "commit", "parent", "task", "truth"}
+        assert 1 <= len(task["truth"]) <= 5 and all(map(is_source, task["truth"]))
+
+
+def test_terms_split_identifiers() -> None:
+    assert terms("resolveRedirects in get_session_cookie HTTPAdapter") == [
+        "resolve",
+        "redirects",
+        "in",
+        "get",
+        "session",
+        "cookie",
+        "http",
+        "adapter",
+    ]
+
+
+def test_bm25_ranks_the_matching_file_first() -> None:
+    docs = {
+        "a.py": "def render(): pass\n" * 5,
+        "b.py": "def resolve_redirects(session): follow redirect\n",
+        "c.py": "import os\n",
+    }
+    assert bm25_rank("follow redirects in the session", docs)[0] == "b.py"
+
+
+def test_bm25_whole_files_never_over_budget(tmp_path: Path) -> None:
+    for i in range(30):
+        name = "compute_checksum" if i == 3 else f"helper_{i}"
+        (tmp_path / f"m{i}.py").write_text(f"def {name}():\n    return {i}\n" * (20 * i + 1))
+    result = run_bm25(tmp_path, "compute the checksum", ["m3.py"])
+    for budget, cell in result["budgets"].items():
+        assert 0 < cell["tokens"] <= budget
+    assert result["budgets"][32000]["content"] == 1.0
+
+
+def test_select_round_robin_across_repositories() -> None:
+    tasks = [{"repository": r, "n": i} for r in ("a", "b") for i in range(3)]
+    assert [(t["repository"], t["n"]) for t in select(tasks, 3)] == [
+        ("a", 0),
+        ("b", 0),
+        ("a", 1),
+    ]
+    assert select(tasks, None) == tasks
+
+
+def test_misses_names_each_missed_target() -> None:
+    cell = {"content": 1.0, "any": 1.0, "over_budget": 0}
+    summary = {"dagctx": {str(b): dict(cell) for b in (4000, 8000, 16000, 32000)}}
+    assert misses(summary) == []
+    summary["dagctx"]["8000"]["content"] = 0.5
+    summary["dagctx"]["4000"]["over_budget"] = 2
+    assert misses(summary) == [
+        "content recall at 8k: 0.50 < 0.60 (short by 0.10)",
+        "over budget in 2 projections",
+    ]
+    assert len(TARGETS) == 3
