@@ -305,13 +305,17 @@ def select(tasks: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """method → budget → {content, any, tokens_per_budget mean/max, over, seconds, tasks}."""
+    """method → budget → {content, any, tokens_per_budget mean/max, over, seconds, tasks}.
+
+    A method that did not run on every task (aider failing midway) gets ``{"tasks": 0}``:
+    means over a subset would not compare with the others.
+    """
     summary: dict[str, dict[str, dict[str, Any]]] = {}
     for method in METHODS:
         runs = [row[method] for row in rows if row.get(method)]
         summary[method] = {}
         for budget in BUDGETS:
-            if not runs:
+            if not runs or len(runs) < len(rows):
                 summary[method][str(budget)] = {"tasks": 0}
                 continue
             cells = [run["budgets"][budget] for run in runs]

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.relevance import TARGETS, bm25_rank, misses, run_bm25, select, terms
+from benchmarks.relevance import (
+    TARGETS,
+    bm25_rank,
+    misses,
+    run_bm25,
+    select,
+    summarize,
+    terms,
+)
 from benchmarks.relevance_tasks import MIN_SOURCE_FILES, TASKS, candidates, is_source, pick
 
 
@@ -142,3 +150,13 @@ def test_misses_names_each_missed_target() -> None:
         "over budget in 2 projections",
     ]
     assert len(TARGETS) == 3
+
+
+def test_summary_drops_a_method_that_missed_tasks() -> None:
+    cell = {"content": 1.0, "any": 1.0, "tokens": 10}
+    run = {"budgets": dict.fromkeys((4000, 8000, 16000, 32000), cell), "seconds": 1.0}
+    rows = [{"dagctx": run, "bm25": run, "aider": run}, {"dagctx": run, "bm25": run}]
+    summary = summarize(rows)
+    assert summary["dagctx"]["8000"]["tasks"] == 2
+    assert summary["dagctx"]["8000"]["tokens_per_budget"] == 10 / 8000
+    assert summary["aider"]["8000"] == {"tasks": 0}
