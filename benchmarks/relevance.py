@@ -250,6 +250,7 @@ class Aider:
             stderr=subprocess.DEVNULL,
             text=True,
             cwd=tempfile.gettempdir(),
+            env={**os.environ, "PYTHONHASHSEED": "0"},  # aider's ties follow set order
         )
 
     def run(self, root: Path, task: str, truth: list[str]) -> dict[str, Any] | None:

