@@ -31,6 +31,7 @@ from pathlib import Path
 
 from dagctx._fs import write_atomic
 from dagctx._validate import is_int
+from dagctx._words import tokenize
 from dagctx.errors import ArtifactNotFoundError, KnowledgeError
 
 __all__ = [
@@ -144,13 +145,6 @@ def _check_chunking(chunk_size: int, chunk_overlap: int) -> None:
 
 
 # --------------------------------------------------------------------------- ranking
-
-_TOKEN = re.compile(r"\w+")
-
-
-def tokenize(text: str) -> list[str]:
-    """Split `text` into case-folded word tokens (runs of Unicode word characters)."""
-    return _TOKEN.findall(text.casefold())
 
 
 @dataclass(frozen=True, slots=True)

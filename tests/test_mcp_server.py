@@ -92,7 +92,7 @@ class TestTools:
         async def scenario(client: ClientSession) -> None:
             listed = (await client.list_tools()).tools
             assert [tool.name for tool in listed] == list(expected)
-            assert len(listed) == 16
+            assert len(listed) == 17
             for tool in listed:
                 assert tool.input_schema == expected[tool.name].parameters
                 assert tool.description == expected[tool.name].description

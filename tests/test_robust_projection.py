@@ -263,6 +263,33 @@ def test_every_node_type_any_budget(tree: Path, ops: list[Op], budget: int, deto
             assert not p.degraded and not p.omitted
 
 
+@settings(
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    ops=operations(),
+    budget=BUDGETS,
+    focus=st.sampled_from(["def f", "Part guide", "line 3", "nothing matches this"]),
+)
+def test_every_node_type_any_budget_under_focus(
+    tree: Path, ops: list[Op], budget: int, focus: str
+) -> None:
+    """The same guarantees when a focus ranks the nodes (and determinism across sessions)."""
+    with Session(tree, budget=budget) as s, Session(tree, budget=budget) as fresh:
+        pairs = replay(s, ops)
+        s.focus(focus)
+        p = s.tick().projection
+        check(s, p, budget, pairs)
+        replay(fresh, ops)
+        fresh.focus(focus)
+        assert fresh.tick().projection.text == p.text
+        whole = s.project(10**9)
+        if whole.tokens <= budget and not whole.omitted:
+            assert s.project(budget).text == whole.text
+
+
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Session]]:
     root = tmp_path_factory.mktemp("big")

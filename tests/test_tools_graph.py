@@ -26,6 +26,7 @@ NAMES = [
     "checkpoint",
     "restore",
     "set_budget",
+    "set_focus",
     "show_projection_stats",
 ]
 
@@ -44,7 +45,7 @@ def structure(session: Session) -> list[tuple[str, str, list[str]]]:
 
 
 class TestFactory:
-    def test_nine_tools_in_order(self) -> None:
+    def test_ten_tools_in_order(self) -> None:
         assert [tool.name for tool in get_graph_tools()] == NAMES
 
     def test_each_call_returns_fresh_unbound_instances(self, session: Session) -> None:

@@ -16,6 +16,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("path", nargs="?", default=".", help="directory to render (default .)")
     parser.add_argument("--budget", type=budget, required=True, help="token budget")
     add_encoding(parser)
+    parser.add_argument("--focus", help="what the task is about: ranks the files against it")
     parser.add_argument("--explain", action="store_true", help="token table on stderr")
     parser.add_argument("--format", choices=("text", "json", "messages"), default="text")
     parser.set_defaults(run=run)
@@ -28,7 +29,11 @@ def run(args: argparse.Namespace) -> int:
 
     with Session(args.path, budget=args.budget, encoding=args.encoding) as session:
         scan_tree(session, ".")
-        projection = session.project()
+        if args.focus:
+            session.focus(args.focus)
+            projection = session.tick().projection
+        else:
+            projection = session.project()
     if args.format == "json":
         print(projection.to_json())
     elif args.format == "messages":

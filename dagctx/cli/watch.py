@@ -15,6 +15,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--budget", type=budget, required=True, help="token budget")
     parser.add_argument("--out", help="projection file (default PATH/.dagctx/projection.md)")
     parser.add_argument("--once", action="store_true", help="scan, write, and exit")
+    parser.add_argument("--focus", help="what the task is about: ranks the files against it")
     add_encoding(parser)
     parser.set_defaults(run=run)
 

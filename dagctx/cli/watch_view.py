@@ -335,6 +335,8 @@ def run_watch(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr, flush=True)
 
     with open_session(args.path, args.budget, args.encoding, notice) as session:
+        if args.focus:
+            session.focus(args.focus)  # applied at the first tick
         outputs = Outputs.for_session(session, args.out)
         saver = SessionSaver(session, notice)
         try:

@@ -3,8 +3,8 @@
 A client of ``dagctx mcp [PATH]`` gets:
 
 - **tools**: the seven context tools (the todo list in ``session.context``; files and
-  knowledge read through a layer over it, see `bind_context_tools`) and the nine graph
-  tools, bound to the session. Each MCP input schema is the tool's own
+  knowledge read through a layer over it, see `bind_context_tools`) and the ten graph
+  tools (``set_focus`` among them), bound to the session. Each MCP input schema is the tool's own
   `Tool.parameters`, from the same generator as the OpenAI schema, and arguments are
   validated by `Tool.execute`; a model's mistake comes back as the tool's message.
 - **resources**: ``dagctx://projection``, the budgeted prompt (reading it runs one tick:
@@ -233,7 +233,8 @@ class SessionServer:
                 f"dagctx keeps this agent's context for {self.session.root} as a DAG of nodes"
                 f" and renders it within {self.session.budget} tokens. Read"
                 f" {PROJECTION_URI} for the current prompt; steer it with open_file,"
-                " set_node_state, hide_node, run_shell, checkpoint/restore and set_budget."
+                " set_focus, set_node_state, hide_node, run_shell, checkpoint/restore and"
+                " set_budget."
             ),
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,

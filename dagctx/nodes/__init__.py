@@ -11,6 +11,7 @@ run time (the graph calls the nodes, not the other way round).
 from dagctx.nodes.artifact import ArtifactNode
 from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.capability import CapabilityNode
+from dagctx.nodes.focus import FocusNode
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.lock import LockNode
 from dagctx.nodes.markdown import MarkdownNode, MarkdownSectionNode
@@ -26,6 +27,7 @@ from dagctx.nodes.work import WorkNode
 __all__ = [
     "ArtifactNode",
     "CapabilityNode",
+    "FocusNode",
     "GroupNode",
     "LockNode",
     "MCPServerNode",

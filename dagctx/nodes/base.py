@@ -334,6 +334,11 @@ class Node:
         """The lowest visible state the projection may degrade this node to."""
         return NodeState.COLLAPSED
 
+    def focus_text(self) -> str | None:
+        """The focus this node sets when it is the newest node that sets one (a user
+        message, the session's focus; ``""`` clears it), or None: it sets none."""
+        return None
+
     # -- serialization ----------------------------------------------------------------
 
     def data_dict(self) -> dict[str, Any]:

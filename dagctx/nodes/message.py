@@ -106,6 +106,10 @@ class MessageNode(Node):
         """The paired call or result, which the projection keeps or drops with this one."""
         return (self.peer,) if self.peer is not None else ()
 
+    def focus_text(self) -> str | None:
+        """A user message focuses the session on its content."""
+        return self.content if self.role == "user" else None
+
     # -- rendering --------------------------------------------------------------------
 
     def label(self) -> str:

@@ -4,7 +4,8 @@
 in depth-first preorder, a repeated (multi-parent) node as a reference entry — plus each
 entry's walk parent and the index of every node's first entry and of its references.
 It depends only on structure and requested states, so it is rebuilt only when the graph's
-structure version or a node's requested state changes.
+structure version or a node's requested state changes. Each entry's relevance level
+(:mod:`dagctx.projection.relevance`) is stored beside it; the degrade order reads it.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ class Layout:
         hidden: ids of nodes left out only because their own state is HIDDEN (a new
             state makes them visible: the layout must be rebuilt).
         version: the graph's structure version the layout was built at.
+        level: each entry's relevance level (higher: degraded later; 0 until leveled).
     """
 
     __slots__ = (
         "end",
         "first",
         "hidden",
+        "level",
         "nodes",
         "parent",
         "ref",
@@ -84,6 +87,7 @@ class Layout:
                     stack.extend((kid, index) for kid in reversed(kids))
         self.nodes, self.ref, self.end, self.parent = nodes, ref, end, parent
         self.requested, self.first, self.refs = requested, first, refs
+        self.level = bytearray(len(nodes))
 
     def __len__(self) -> int:
         return len(self.nodes)

@@ -1,15 +1,17 @@
 """The degrade order of one allocation: a key per entry and the slot it holds.
 
 Entries (non-references of a :class:`~dagctx.projection.layout.Layout`) are degraded
-least important first: by priority, then recency, a container keyed like the most
+least important first: by priority, then relevance level (the layout's, from
+:mod:`dagctx.projection.relevance`), then recency, a container keyed like the most
 important node it shows (so it comes after all of them). Each entry holds a *slot*; the
-slots of one priority are consecutive, with a gap after them. A node that changes gets
-the newest recency, so it belongs at the end of its priority block: it takes the next
-free slot of the gap and leaves a hole where it was. When a gap fills up, the slots are
-laid out again in the same order (:meth:`DegradeOrder.relayout`).
+slots of one block (one priority and level) are consecutive, with a gap after them. A
+node that changes gets the newest recency, so it belongs at the end of its block: it
+takes the next free slot of the gap and leaves a hole where it was. When a gap fills up,
+the slots are laid out again in the same order (:meth:`DegradeOrder.relayout`).
 
-Keys are one int each: ``priority << 80 | recency << 16 | height``, where height counts
-how far up a key was inherited (a container after the child whose key it took).
+Keys are one int each: ``(priority << 8 | level) << 80 | recency << 16 | height``, where
+height counts how far up a key was inherited (a container after the child whose key it
+took); ``key >> 80`` names the block.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from dagctx.projection.layout import Layout
 SEQ_SHIFT = 16
 PRIO_SHIFT = 80
 HEIGHT = (1 << SEQ_SHIFT) - 1
+LEVEL_BITS = 8
 
 
 def own_key(layout: Layout, i: int) -> int:
     """The key entry ``i`` has by itself (height 0)."""
     node = layout.nodes[i]
-    return (node.priority << PRIO_SHIFT) + (node.seq << SEQ_SHIFT)
+    block = (node.priority << LEVEL_BITS) + layout.level[i]
+    return (block << PRIO_SHIFT) + (node.seq << SEQ_SHIFT)
 
 
 class DegradeOrder:
@@ -68,19 +72,20 @@ class DegradeOrder:
         self.key = key
         blocks: list[tuple[int, list[int]]] = []
         for i in sorted((i for i in range(n) if not ref[i]), key=key.__getitem__):
-            prio = key[i] >> PRIO_SHIFT
-            if not blocks or blocks[-1][0] != prio:
-                blocks.append((prio, []))
+            block = key[i] >> PRIO_SHIFT
+            if not blocks or blocks[-1][0] != block:
+                blocks.append((block, []))
             blocks[-1][1].append(i)
-        self._place(blocks, {prio: key[members[-1]] for prio, members in blocks})
+        self._place(blocks, {block: key[members[-1]] for block, members in blocks})
 
     def entries(self) -> list[int]:
         """The entries in order."""
         return [i for i in self.entry_at if i >= 0]
 
     def _place(self, blocks: list[tuple[int, list[int]]], block_max: dict[int, int]) -> None:
-        """Give each priority block's entries consecutive slots, with a gap after them."""
-        self._gaps = 8 + sum(len(b) for _, b in blocks) // 16
+        """Give each block's entries consecutive slots, with a gap after them."""
+        # many blocks (one per priority and level) share the room of the gaps
+        self._gaps = 8 + sum(len(b) for _, b in blocks) // (16 * max(1, len(blocks)))
         size = sum(len(b) + self._gap(len(b)) for _, b in blocks)
         self.cap = cap = capacity_for(max(1, size))
         self.slot = array("i", [-1]) * len(self.layout)
@@ -90,15 +95,15 @@ class DegradeOrder:
         self._limit: dict[int, int] = {}
         self._max = block_max
         s = 0
-        for prio, members in blocks:
-            self._start[prio] = s
+        for block, members in blocks:
+            self._start[block] = s
             for i in members:
                 self.slot[i] = s
                 self.entry_at[s] = i
                 s += 1
-            self._end[prio] = s
+            self._end[block] = s
             s += self._gap(len(members))
-            self._limit[prio] = s
+            self._limit[block] = s
 
     def _gap(self, size: int) -> int:
         return self._gaps + size // 8
@@ -107,15 +112,15 @@ class DegradeOrder:
         """Lay the slots out again in the current order, with fresh gaps."""
         entry_at = self.entry_at
         blocks = [
-            (prio, [i for i in entry_at[start : self._end[prio]] if i >= 0])
-            for prio, start in sorted(self._start.items(), key=lambda kv: kv[1])
+            (block, [i for i in entry_at[start : self._end[block]] if i >= 0])
+            for block, start in sorted(self._start.items(), key=lambda kv: kv[1])
         ]
         self._place(blocks, self._max)
 
     def rekey(self, changed: list[int]) -> list[int] | None:
         """New keys for the changed entries and the containers that inherit them; the
-        entries whose key grew, in key order. None when a priority went down (the order
-        must be rebuilt: a key may only grow here)."""
+        entries whose key grew, in key order. None when a block (priority or level) went
+        down (the order must be rebuilt: a key may only grow here)."""
         layout = self.layout
         key, parent = self.key, layout.parent
         moved: set[int] = set()
@@ -136,25 +141,25 @@ class DegradeOrder:
         return sorted(moved, key=key.__getitem__)
 
     def can_append(self, i: int) -> bool:
-        """Whether entry ``i``'s (grown) key belongs at the end of its priority block."""
+        """Whether entry ``i``'s (grown) key belongs at the end of its block."""
         k = self.key[i]
-        prio = k >> PRIO_SHIFT
-        return prio in self._end and k > self._max[prio]
+        block = k >> PRIO_SHIFT
+        return block in self._end and k > self._max[block]
 
     def full(self, i: int) -> bool:
-        """Whether the gap of entry ``i``'s priority block is used up."""
-        prio = self.key[i] >> PRIO_SHIFT
-        return self._end[prio] >= self._limit[prio]
+        """Whether the gap of entry ``i``'s block is used up."""
+        block = self.key[i] >> PRIO_SHIFT
+        return self._end[block] >= self._limit[block]
 
     def append(self, i: int) -> int:
         """Move entry ``i`` to the next slot of its block's gap; return its old slot
         (now a hole). Call only when :meth:`can_append` and not :meth:`full`."""
         k = self.key[i]
-        prio = k >> PRIO_SHIFT
-        old, new = self.slot[i], self._end[prio]
+        block = k >> PRIO_SHIFT
+        old, new = self.slot[i], self._end[block]
         self.entry_at[old] = -1
-        self._end[prio] = new + 1
-        self._max[prio] = k
+        self._end[block] = new + 1
+        self._max[block] = k
         self.slot[i] = new
         self.entry_at[new] = i
         return old

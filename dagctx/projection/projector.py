@@ -8,6 +8,12 @@ text. A structure change (nodes, edges, order, a requested state) rebuilds the l
 the first projection of a budget builds its plan — both O(graph). Positions in the trace
 log are plain ints, not cursors: when the log dropped traces after one, that layout or
 plan is rebuilt the same way.
+
+The projector also keeps the :class:`~dagctx.projection.relevance.Relevance` that levels
+each entry: a new focus (the newest node that sets one) levels every entry and rebuilds
+the plans; changed nodes are leveled again, and the entries whose level moved without a
+trace of their own (a file's BM25 moves when another file changes) are handed to each
+plan as changed.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from dagctx.projection.assembly import (
     footer,
 )
 from dagctx.projection.layout import Layout
+from dagctx.projection.relevance import Relevance
 from dagctx.projection.result import Account, Projection, Section
 from dagctx.projection.sections import SUMMABLE_ENCODINGS, SectionCache, reference_text
 from dagctx.projection.walk import walk
@@ -57,11 +64,13 @@ class Projector:
         "_mark",
         "_plans",
         "_prio_shared",
+        "_releveled",
         "cache",
         "graph",
         "labels",
         "layout",
         "prio",
+        "relevance",
     )
 
     def __init__(self, graph: ContextGraph, cache: SectionCache) -> None:
@@ -73,14 +82,22 @@ class Projector:
         self.labels: list[str] = []
         self.prio: list[int] = []
         self._labels_shared = self._prio_shared = False
+        self.relevance = Relevance()
+        # (trace position, entries whose relevance level changed then without a trace)
+        self._releveled: list[tuple[int, list[int]]] = []
         self._lock = threading.Lock()
 
     # -- layout -----------------------------------------------------------------------
 
     def _new_layout(self) -> Layout:
-        layout = Layout(self.graph)
+        graph = self.graph
+        layout = Layout(graph)
         self.layout = layout
         self._plans.clear()
+        hidden = (graph.get(nid) for nid in layout.hidden if nid in graph)
+        self.relevance.find_focus(layout, hidden)
+        self.relevance.level_all(layout)
+        self._releveled.clear()
         nodes, ref = layout.nodes, layout.ref
         self.labels = [("" if ref[i] else n.label()) for i, n in enumerate(nodes)]
         self.prio = [(0 if ref[i] else n.priority) for i, n in enumerate(nodes)]
@@ -98,7 +115,10 @@ class Projector:
         if self._mark == len(traces):
             return layout
         first, requested, nodes = layout.first, layout.requested, layout.nodes
+        relevance = self.relevance
+        focus = relevance.focus
         seen: set[str] = set()
+        changed: list[int] = []
         for t in traces.since(self._mark):
             nid = t.node_id
             if nid in seen:
@@ -112,6 +132,8 @@ class Projector:
             node = nodes[i]
             if node.state != requested[i]:
                 return self._new_layout()
+            relevance.offer_focus(node)
+            changed.append(i)
             label, prio = node.label(), node.priority
             if label != self.labels[i]:
                 if self._labels_shared:
@@ -124,6 +146,14 @@ class Projector:
                     self.prio, self._prio_shared = list(self.prio), False
                 self.prio[i] = prio
         self._mark = len(traces)
+        if relevance.focus != focus:  # a new focus levels every node again
+            relevance.level_all(layout)
+            self._plans.clear()
+            self._releveled.clear()
+        elif changed:
+            moved = relevance.relevel(layout, changed)
+            if moved:
+                self._releveled.append((self._mark, moved))
         return layout
 
     # -- projection -------------------------------------------------------------------
@@ -148,16 +178,27 @@ class Projector:
         if plan is not None and traces.start <= plan.mark <= len(traces):
             first = layout.first
             changed = {first[t.node_id] for t in traces.since(plan.mark) if t.node_id in first}
+            for mark, moved in self._releveled:
+                if mark > plan.mark:
+                    changed.update(moved)
             plan.alloc.undo_turn()
             if not changed or plan.alloc.apply_changes(sorted(changed)):
                 plan.mark = len(traces)
                 self._plans[budget] = plan
+                self._prune_releveled()
                 return plan
         plan = _Plan(Allocation(layout, self.cache), Body(len(layout)), len(traces))
         while len(self._plans) >= KEPT_BUDGETS:
             del self._plans[next(iter(self._plans))]
         self._plans[budget] = plan
+        self._prune_releveled()
         return plan
+
+    def _prune_releveled(self) -> None:
+        """Forget the level changes every kept plan has accounted for."""
+        if self._releveled:
+            oldest = min(p.mark for p in self._plans.values())
+            self._releveled = [(m, moved) for m, moved in self._releveled if m > oldest]
 
     def _project(
         self, budget: int, changes: Sequence[Trace], previous: Projection | None
@@ -379,7 +420,8 @@ class Projector:
         def label_map() -> dict[str, str]:
             return {nodes[i].id: labels[i] for i in range(len(nodes)) if not ref[i]}
 
-        return Account(omitted, reasons, label_map)
+        scores = self.relevance.scores
+        return Account(omitted, reasons, label_map, lambda: scores)
 
     # -- the careful path ----------------------------------------------------------------
 
@@ -485,4 +527,5 @@ class Projector:
             reasons,
             stable,
             account.labels(),
+            scores=account.scores(),
         )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from dagctx.nodes.base import NodeState
+from dagctx.projection.relevance import Score
 
 _T = TypeVar("_T")
 
@@ -37,6 +38,7 @@ class Account:
     omitted: Callable[[], list[str]]
     reasons: Callable[[], dict[str, str]]
     labels: Callable[[], dict[str, str]]
+    scores: Callable[[], dict[str, Score]] = dict
 
 
 class Projection:
@@ -53,8 +55,10 @@ class Projection:
         stable_prefix_tokens: tokens at the start of ``text`` identical to the previous
             projection of the same session (what a provider prompt cache can reuse).
         labels: node id → label, for every node the projection accounts for.
+        scores: node id → relevance :class:`~dagctx.projection.relevance.Score` (what
+            decided who degrades first, after priority).
 
-    ``omitted``, ``degraded``, ``reasons`` and ``labels`` are computed on first access
+    ``omitted``, ``degraded``, ``reasons``, ``labels`` and ``scores`` are computed on first access
     when the projection was built with an :class:`Account`. Projections are immutable.
     """
 
@@ -64,6 +68,7 @@ class Projection:
         "_labels",
         "_omitted",
         "_reasons",
+        "_scores",
         "budget",
         "sections",
         "stable_prefix_tokens",
@@ -81,6 +86,7 @@ class Projection:
     _degraded: dict[str, tuple[NodeState, NodeState]] | None
     _reasons: dict[str, str] | None
     _labels: dict[str, str] | None
+    _scores: dict[str, Score] | None
 
     def __init__(
         self,
@@ -95,6 +101,7 @@ class Projection:
         labels: dict[str, str] | None = None,
         *,
         account: Account | None = None,
+        scores: dict[str, Score] | None = None,
     ) -> None:
         put = object.__setattr__
         put(self, "text", text)
@@ -108,6 +115,7 @@ class Projection:
         put(self, "_degraded", degraded)
         put(self, "_reasons", reasons if reasons is not None or not empty else {})
         put(self, "_labels", labels if labels is not None or not empty else {})
+        put(self, "_scores", scores if scores is not None or not empty else {})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Projection is immutable (cannot set {name!r})")
@@ -130,6 +138,10 @@ class Projection:
     @property
     def labels(self) -> dict[str, str]:
         return self._lazy("_labels", lambda: self._account.labels())  # type: ignore[union-attr]
+
+    @property
+    def scores(self) -> dict[str, Score]:
+        return self._lazy("_scores", lambda: self._account.scores())  # type: ignore[union-attr]
 
     @property
     def degraded(self) -> dict[str, tuple[NodeState, NodeState]]:
@@ -162,9 +174,15 @@ class Projection:
         )
 
     def explain(self) -> str:
-        """A plain-text table: each node's states, tokens, and why it was degraded/left out."""
-        labels, reasons = self.labels, self.reasons
-        rows = [("node", "label", "requested", "rendered", "tokens", "why")]
+        """A plain-text table: each node's states, tokens, relevance score with its parts,
+        and why it was degraded or left out."""
+        labels, reasons, scores = self.labels, self.reasons, self.scores
+
+        def score(node_id: str) -> str:
+            found = scores.get(node_id)
+            return found.describe() if found is not None else ""
+
+        rows = [("node", "label", "requested", "rendered", "tokens", "why", "score")]
         for s in self.sections:
             why = reasons.get(s.node_id, "")
             if s.reference:
@@ -177,18 +195,22 @@ class Projection:
                     s.rendered_state.name + (f" (-{s.cut_lines} lines)" if s.cut_lines else ""),
                     str(s.tokens),
                     why,
+                    "" if s.reference else score(s.node_id),
                 )
             )
         for node_id in self.omitted:
             rows.append(
                 (node_id, labels.get(node_id, ""), "", "OMITTED", "0",
-                 reasons.get(node_id, "budget"))
+                 reasons.get(node_id, "budget"), score(node_id))
             )  # fmt: skip
         widths = [min(40, max(len(r[i]) for r in rows)) for i in range(5)]
+        why_width = max(len(r[5]) for r in rows)
         lines = [
             "  ".join(cell[:40].ljust(w) for cell, w in zip(r[:5], widths, strict=True))
             + "  "
-            + r[5]
+            + r[5].ljust(why_width)
+            + "  "
+            + r[6]
             for r in rows
         ]
         used = f"{self.tokens}/{self.budget} tokens ({100 * self.tokens / self.budget:.1f}%)"

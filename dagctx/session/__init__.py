@@ -15,7 +15,7 @@ blocking twin must not be called on the session's own loop; it raises
 graph, the tick, the parts, ``close``) plus one verb mixin per concern, each a subclass
 of ``SessionCore`` in its own module, so type checkers see the real session in every
 verb: :mod:`.jobs` (shell, lock, wait), :mod:`.mcp`, :mod:`.work`, :mod:`.conversation`,
-:mod:`.artifacts`, :mod:`.markdown`, :mod:`.capability`, :mod:`.info`, and ``watch``
+:mod:`.artifacts`, :mod:`.markdown`, :mod:`.capability`, :mod:`.info`, :mod:`.focus`, and ``watch``
 from :mod:`dagctx.watch.loop`. What a session holds besides the graph (the background
 loop, the intake of background results, jobs, MCP connections, the work board) is a part
 in :mod:`.parts`, created in ``SessionCore.__init__`` and closed by ``close()`` in one
@@ -45,6 +45,7 @@ from dagctx.session.artifacts import ArtifactVerbs
 from dagctx.session.capability import CapabilityVerbs
 from dagctx.session.conversation import ConversationVerbs
 from dagctx.session.core import SessionCore, TickResult, check_budget, current_session
+from dagctx.session.focus import FocusVerbs
 from dagctx.session.info import SessionInfoVerbs
 from dagctx.session.jobs import JobVerbs
 from dagctx.session.markdown import MarkdownVerbs
@@ -63,6 +64,7 @@ class Session(
     MCPVerbs,
     MarkdownVerbs,
     CapabilityVerbs,
+    FocusVerbs,
     SessionCore,
 ):
     """A context graph over the files under ``root``, with a token budget.

@@ -8,6 +8,7 @@
 - ``run_shell``: start a command (a `ShellNode`), wait briefly, report its status;
 - ``checkpoint`` / ``restore``: save and put back the graph's structure;
 - ``set_budget``: change the token budget of later projections;
+- ``set_focus``: say what the task is about (files matching it are shown first);
 - ``show_projection_stats``: tokens used of the budget, degraded and omitted nodes, the
   largest sections.
 
@@ -40,6 +41,7 @@ __all__ = [
     "restore",
     "run_shell",
     "set_budget",
+    "set_focus",
     "set_node_state",
     "show_projection_stats",
 ]
@@ -322,6 +324,20 @@ def set_budget(session: Session, tokens: int) -> str:
     return f"Budget: {old} → {tokens} tokens."
 
 
+def set_focus(session: Session, text: str) -> str:
+    """Say what you are working on: files whose path, names or content match it are shown
+    in full first, the others as outlines or names. An empty text clears the focus.
+
+    Args:
+        text: The task, in a sentence or a few words (e.g. "how are checkpoints restored").
+    """
+    focus = text.strip() or None
+    session.focus(focus)
+    if focus is None:
+        return "Focus cleared from the next turn."
+    return f"Focus from the next turn: {focus!r}."
+
+
 # -- helpers ------------------------------------------------------------------------------
 
 
@@ -365,6 +381,7 @@ def get_graph_tools() -> list[SessionTool]:
             checkpoint,
             restore,
             set_budget,
+            set_focus,
             show_projection_stats,
         )
     ]

@@ -1,0 +1,88 @@
+"""Words of a text for ranking: the tokenizer shared by the knowledge store and the
+projection's relevance score.
+
+:func:`tokenize` splits a text into case-folded runs of word characters (what
+``search_knowledge`` indexes). :func:`terms` goes further for matching code against a
+task: each token is also split at snake_case and camelCase boundaries, English stop words
+are dropped and a light suffix strip makes ``checkpoints``, ``restored`` and ``restore``
+meet. Pure functions; must not import anything of dagctx.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TOKEN = re.compile(r"\w+")
+_PIECE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "so",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+    ]
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Split ``text`` into case-folded word tokens (runs of Unicode word characters)."""
+    return _TOKEN.findall(text.casefold())
+
+
+def stem(word: str) -> str:
+    """``word`` without a plural or verb suffix (``ies``, ``es``, ``s``, ``ing``, ``ed``,
+    a final ``e``), when at least three letters remain."""
+    for suffix, repl in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("e", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                return word
+            return word[: len(word) - len(suffix)] + repl
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """Matching terms of ``text``: each token stemmed, and for a compound identifier
+    (``restore_checkpoint``, ``CheckpointStore``) its stemmed parts too; stop words
+    left out."""
+    out: list[str] = []
+    for raw in _TOKEN.findall(text):
+        word = raw.casefold()
+        if word in _STOP:
+            continue
+        out.append(stem(word))
+        parts = _PIECE.findall(raw)
+        if len(parts) > 1:
+            out.extend(stem(p.casefold()) for p in parts if p.casefold() not in _STOP)
+    return out

@@ -1,0 +1,394 @@
+"""Relevance: each node's score for the focus, and the level that orders the degrade.
+
+A text file's score has two parts:
+
+- **lexical** (0..1): BM25 of the focus against the file's content (the names it defines
+  count :data:`SYMBOL_WEIGHT` times more), plus :data:`PATH_WEIGHT` × the inverse
+  document frequency among paths of each focus term in its path; scaled down for docs,
+  tests and fixtures (:data:`KIND_WEIGHT`), divided by the best file's. Terms come from
+  :func:`dagctx._words.terms` (the tokenizer of ``search_knowledge``, split at
+  snake_case and camelCase, stemmed).
+  The statistics are kept per file and updated only for the files that change
+  (:class:`Bm25Index`), and only while a focus is set.
+- **base** (its *tier*, 0..19): without a focus the order is still not the walk's:
+  source files before docs, other files, tests, and fixtures or lockfiles; then files at
+  most one directory deep, then files of at most :data:`SMALL_LINES` lines.
+
+The *level* of a file is ``lexical bucket × TIERS + tier`` (the bucket is 0 without a
+match, else 1..8); a container's is its best child's, so a directory holding a relevant
+file stays open; other nodes are at level 0. The degrade order sorts by priority, then
+level, then recency (the node's ``seq``): explicit priorities win, and among nodes of one
+level the most recently changed or added is kept longest. Levels are a function of the
+graph and the focus alone (a projection built from scratch ranks alike), recomputed for
+every node when the focus changes and, while a focus is set, for the files that match it
+when a file changes (its statistics move every file's BM25). The focus is the text of the
+newest node that sets one (:meth:`~dagctx.nodes.base.Node.focus_text`: the session's
+focus, a user message). Pure computation over nodes; must not import the session or
+anything that does I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dagctx._words import terms
+from dagctx.nodes.base import Node
+from dagctx.nodes.text import TextNode
+from dagctx.projection.layout import Layout
+
+K1, B = 1.2, 0.75
+PATH_WEIGHT = 2.0
+SYMBOL_WEIGHT = 2
+SMALL_LINES = 400
+TIERS = 20
+LEXICAL_BUCKETS = 8
+
+_SYMBOL = re.compile(
+    r"^[ \t]*(?:export[ \t]+)?(?:pub(?:\(\w+\))?[ \t]+)?(?:async[ \t]+)?"
+    r"(?:def|class|function|fn|func|struct|interface|enum|trait|impl|type|module)[ \t]+"
+    r"(\w+)",
+    re.MULTILINE,
+)
+_TEST_DIRS = frozenset({"test", "tests", "spec", "specs", "__tests__", "testing"})
+_FIXTURE_DIRS = frozenset(
+    {"fixtures", "fixture", "testdata", "vendor", "node_modules", "dist", "build", "third_party"}
+)
+_LOCKFILES = frozenset(
+    {"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "cargo.lock",
+     "uv.lock", "go.sum", "gemfile.lock", "composer.lock", "pipfile.lock"}
+)  # fmt: skip
+_SOURCE = frozenset(
+    [
+        ".py",
+        ".pyi",
+        ".js",
+        ".jsx",
+        ".ts",
+        ".tsx",
+        ".mjs",
+        ".cjs",
+        ".go",
+        ".rs",
+        ".java",
+        ".kt",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".hpp",
+        ".rb",
+        ".cs",
+        ".php",
+        ".swift",
+        ".scala",
+        ".sh",
+        ".sql",
+    ]
+)
+_DOCS = frozenset([".md", ".rst", ".txt", ".adoc"])
+#: How much a lexical match counts for each file kind (:func:`file_kind`).
+KIND_WEIGHT = (0.55, 0.65, 0.75, 0.8, 1.0)
+_TEST_NAME = re.compile(r"[._-](test|spec)s?\.")
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """A node's level and its parts (``inherited``: a container's, from its best child)."""
+
+    level: int
+    lexical: float = 0.0
+    tier: int = 0
+    inherited: bool = False
+
+    def describe(self) -> str:
+        """``level 93 = lexical 0.71 (bucket 4) + tier 13``."""
+        if self.inherited:
+            return f"level {self.level} (best child)"
+        return (
+            f"level {self.level} = lexical {self.lexical:.2f}"
+            f" (bucket {self.level // TIERS}) + tier {self.tier}"
+        )
+
+
+def file_kind(path: str) -> int:
+    """What a file at ``path`` is, by how much it tends to matter to a task: 4 source,
+    3 docs, 2 other files, 1 tests, 0 fixtures, vendored code and lockfiles."""
+    parts = path.casefold().split("/")
+    name = parts[-1]
+    dot = name.rfind(".")
+    ext = name[dot:] if dot > 0 else ""
+    dirs = set(parts[:-1])
+    if name in _LOCKFILES or name.endswith((".lock", ".min.js", ".map")) or dirs & _FIXTURE_DIRS:
+        return 0
+    if dirs & _TEST_DIRS or name.startswith("test_") or _TEST_NAME.search(name):
+        return 1
+    if ext in _SOURCE:
+        return 4
+    return 3 if ext in _DOCS else 2
+
+
+def tier(path: str, lines: int) -> int:
+    """The focus-free rank of a file at ``path`` with ``lines`` lines (0..19, higher is
+    kept longer): its kind, then shallow, then small."""
+    kind = file_kind(path)
+    shallow = 2 if path.count("/") <= 1 else 0
+    small = 1 if lines <= SMALL_LINES else 0
+    return kind * 4 + shallow + small
+
+
+def path_terms(path: str) -> frozenset[str]:
+    """The terms of a path's components."""
+    return frozenset(terms(path.replace("/", " ").replace(".", " ")))
+
+
+def document_terms(node: TextNode) -> Counter[str]:
+    """The weighted term counts of a text file's content (names it defines count
+    :data:`SYMBOL_WEIGHT` times more)."""
+    content = node.content
+    counts = Counter(terms(content))
+    for name in _SYMBOL.findall(content):
+        for term in terms(name):
+            counts[term] += SYMBOL_WEIGHT
+    return counts
+
+
+class Bm25Index:
+    """BM25 statistics of the text files (content and path apart), updated one file at
+    a time."""
+
+    __slots__ = ("docs", "path_of", "path_postings", "postings", "total")
+
+    def __init__(self) -> None:
+        #: node id → (version, term counts, length, path terms)
+        self.docs: dict[str, tuple[int, Counter[str], int, frozenset[str]]] = {}
+        self.postings: dict[str, set[str]] = {}
+        self.path_postings: dict[str, set[str]] = {}
+        self.path_of: dict[str, str] = {}
+        self.total = 0
+
+    def update(self, node: TextNode) -> None:
+        """Index ``node`` at its version (nothing to do when it is indexed at it)."""
+        old = self.docs.get(node.id)
+        if old is not None and old[0] == node.version:
+            return
+        self.remove(node.id)
+        counts = document_terms(node)
+        length = sum(counts.values())
+        in_path = path_terms(node.path)
+        self.docs[node.id] = (node.version, counts, length, in_path)
+        self.path_of[node.id] = node.path
+        self.total += length
+        for term in counts:
+            self.postings.setdefault(term, set()).add(node.id)
+        for term in in_path:
+            self.path_postings.setdefault(term, set()).add(node.id)
+
+    def remove(self, node_id: str) -> None:
+        """Forget ``node_id`` (nothing if it is not indexed)."""
+        old = self.docs.pop(node_id, None)
+        if old is None:
+            return
+        del self.path_of[node_id]
+        self.total -= old[2]
+        for postings, found in ((self.postings, old[1]), (self.path_postings, old[3])):
+            for term in found:
+                ids = postings[term]
+                ids.discard(node_id)
+                if not ids:
+                    del postings[term]
+
+    def scores(self, query: Iterable[str]) -> dict[str, float]:
+        """Each file's BM25 of ``query`` over its content, plus :data:`PATH_WEIGHT` × the
+        inverse document frequency (among paths) of each query term in its path; files
+        matching no term are left out."""
+        n = len(self.docs)
+        if not n:
+            return {}
+        avg = self.total / n or 1.0
+        out: dict[str, float] = {}
+        for term, qtf in Counter(query).items():
+            ids = self.postings.get(term, ())
+            idf = _idf(n, len(ids))
+            for nid in ids:
+                _, counts, length, _ = self.docs[nid]
+                tf = counts[term]
+                norm = tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg))
+                out[nid] = out.get(nid, 0.0) + qtf * idf * norm
+            in_paths = self.path_postings.get(term, ())
+            bonus = PATH_WEIGHT * _idf(n, len(in_paths))
+            for nid in in_paths:
+                out[nid] = out.get(nid, 0.0) + bonus
+        return out
+
+
+def _idf(n: int, df: int) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+class Relevance:
+    """The focus, the BM25 index and the scores of one projector (module docstring).
+
+    Attributes:
+        focus: the focus text in effect (None: no focus).
+        scores: node id → :class:`Score` of every entry of the layout last leveled.
+    """
+
+    __slots__ = ("_carrier", "_index", "_lexical", "_tiers", "focus", "scores")
+
+    def __init__(self) -> None:
+        self.focus: str | None = None
+        self.scores: dict[str, Score] = {}
+        self._index: Bm25Index | None = None
+        self._lexical: dict[str, float] = {}
+        self._tiers: dict[str, tuple[int, int]] = {}  # node id → (version, tier)
+        self._carrier = -1  # seq of the node that set the focus in effect
+
+    # -- the focus ----------------------------------------------------------------------
+
+    def offer_focus(self, node: Node) -> None:
+        """Take ``node``'s focus if it sets one and is at least as new as the node that
+        set the focus in effect (levels follow at the next :meth:`level_all`)."""
+        text = node.focus_text()
+        if text is None or node.seq < self._carrier:
+            return
+        self._carrier = node.seq
+        self.focus = text.strip() or None
+
+    def find_focus(self, layout: Layout, hidden: Iterable[Node]) -> None:
+        """Take the focus of the newest node of ``layout`` (or ``hidden``) that sets one
+        (none: no focus)."""
+        self._carrier, self.focus = -1, None
+        nodes, ref = layout.nodes, layout.ref
+        for i, node in enumerate(nodes):
+            if not ref[i]:
+                self.offer_focus(node)
+        for node in hidden:
+            self.offer_focus(node)
+
+    # -- levels -------------------------------------------------------------------------
+
+    def _lexical_scores(self, layout: Layout, changed: Iterable[int] | None) -> dict[str, float]:
+        """Normalized lexical scores; the index is synced with every text entry of
+        ``layout`` (``changed`` None) or with the ``changed`` entries only."""
+        if self.focus is None:
+            self._index = None  # not kept up to date without a focus: dropped
+            return {}
+        index = self._index
+        nodes, ref = layout.nodes, layout.ref
+        if index is None or changed is None:
+            index = self._index = index or Bm25Index()
+            present = set()
+            for i, node in enumerate(nodes):
+                if not ref[i] and isinstance(node, TextNode):
+                    index.update(node)
+                    present.add(node.id)
+            for nid in [nid for nid in index.docs if nid not in present]:
+                index.remove(nid)
+        else:
+            for i in changed:
+                node = nodes[i]
+                if isinstance(node, TextNode):
+                    index.update(node)
+        raw = index.scores(terms(self.focus))
+        for nid, value in raw.items():  # a test or a fixture matches less than source
+            raw[nid] = value * KIND_WEIGHT[file_kind(index.path_of[nid])]
+        top = max(raw.values(), default=0.0)
+        return {nid: v / top for nid, v in raw.items()} if top > 0 else {}
+
+    def _own(self, node: Node) -> Score:
+        if not isinstance(node, TextNode):
+            return Score(0)
+        cached = self._tiers.get(node.id)
+        if cached is not None and cached[0] == node.version:
+            t = cached[1]
+        else:
+            t = tier(node.path, node.cuttable_lines())
+            self._tiers[node.id] = (node.version, t)
+        lex = self._lexical.get(node.id, 0.0)
+        bucket = 1 + min(LEXICAL_BUCKETS - 1, int(lex * LEXICAL_BUCKETS)) if lex > 0 else 0
+        return Score(bucket * TIERS + t, lex, t)
+
+    def level_all(self, layout: Layout) -> None:
+        """Level every entry of ``layout`` (``layout.level``) and keep the scores."""
+        self._lexical = self._lexical_scores(layout, None)
+        nodes, ref, parent = layout.nodes, layout.ref, layout.parent
+        level = layout.level
+        scores: dict[str, Score] = {}
+        for i, node in enumerate(nodes):
+            if not ref[i]:
+                score = self._own(node)
+                scores[node.id] = score
+                level[i] = score.level
+        for i in range(len(nodes) - 1, -1, -1):  # children come after their parent
+            p = parent[i]
+            if p >= 0 and not ref[i] and level[i] > level[p]:
+                level[p] = level[i]
+                scores[nodes[p].id] = Score(level[i], inherited=True)
+        self.scores = scores
+
+    def relevel(self, layout: Layout, changed: list[int]) -> list[int]:
+        """Level again after the nodes at entries ``changed`` changed: those, and while a
+        focus is set every file whose lexical score moved, and their containers. Returns
+        the entries whose level changed."""
+        old_lexical = self._lexical
+        self._lexical = self._lexical_scores(layout, changed)
+        nodes, first, parent, level = layout.nodes, layout.first, layout.parent, layout.level
+        todo = set(changed)
+        if self.focus is not None:
+            lexical = self._lexical
+            for nid in old_lexical.keys() | lexical.keys():
+                if old_lexical.get(nid) != lexical.get(nid) and nid in first:
+                    todo.add(first[nid])
+        scores = self.scores
+        copied = False
+
+        def keep(i: int, score: Score) -> None:
+            nonlocal scores, copied
+            if scores.get(nodes[i].id) != score:
+                if not copied:  # projections already made hold the old dict
+                    scores = self.scores = dict(scores)
+                    copied = True
+                scores[nodes[i].id] = score
+
+        moved: list[int] = []
+        containers: set[int] = set()
+        for i in todo:
+            score = self._own(nodes[i])
+            if layout.end[i] > i + 1:
+                p = i
+                while p >= 0:
+                    containers.add(p)
+                    p = parent[p]
+                continue
+            keep(i, score)
+            if score.level != level[i]:
+                level[i] = score.level
+                moved.append(i)
+                p = parent[i]
+                while p >= 0:
+                    containers.add(p)
+                    p = parent[p]
+        for p in sorted(containers, reverse=True):  # children before their parents
+            best = self._own(nodes[p]).level
+            inherited = False
+            for c in _children(layout, p):
+                if not layout.ref[c] and level[c] > best:
+                    best, inherited = level[c], True
+            keep(p, Score(best, inherited=True) if inherited else self._own(nodes[p]))
+            if best != level[p]:
+                level[p] = best
+                moved.append(p)
+        return moved
+
+
+def _children(layout: Layout, p: int) -> Iterable[int]:
+    """The entries directly under entry ``p``."""
+    end = layout.end
+    c, stop = p + 1, end[p]
+    while c < stop:
+        yield c
+        c = end[c]

@@ -1,0 +1,38 @@
+"""The focus verb: ``focus(text)`` says what the agent works on.
+
+The focus is a :class:`~dagctx.nodes.focus.FocusNode` (a root, one per session) that the
+projection ranks every node against (:mod:`dagctx.projection.relevance`). Like a
+background result it is applied at the next tick, as a change the changes section
+lists. A user message focuses the session as well; whichever came last counts.
+"""
+
+from __future__ import annotations
+
+from dagctx.errors import NodeFieldError
+from dagctx.nodes.focus import FocusNode
+from dagctx.session.core import SessionCore
+
+
+class FocusVerbs(SessionCore):
+    """``focus`` of a :class:`~dagctx.session.Session`."""
+
+    def focus(self, text: str | None) -> None:
+        """Focus the projection on ``text`` (None clears the focus) from the next tick.
+
+        Raises:
+            NodeFieldError: ``text`` is neither a string nor None.
+        """
+        self._check_open()
+        if text is not None and not isinstance(text, str):
+            raise NodeFieldError(
+                f"focus must be a string or None, got {text!r}", field="focus", value=text
+            )
+        self.queue_result(lambda: self._apply_focus(text))
+
+    def _apply_focus(self, text: str | None) -> None:
+        for node in self.graph:
+            if isinstance(node, FocusNode):
+                node.set_text(text)
+                return
+        if text is not None:
+            self.add(FocusNode(text))

@@ -1,0 +1,261 @@
+"""Focus and relevance: what the task is about decides who degrades first.
+
+A focus comes from ``Session.focus`` (applied at the next tick, as a change), from the
+latest user message, from ``dagctx render --focus`` and from the ``set_focus`` tool; each
+node gets a relevance level (lexical match with the focus, the file's kind, size and
+depth) that orders the degrade after priority, deterministically, and ``explain()``
+shows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dagctx import DagctxError, NodeState, Session
+from dagctx._words import stem, terms, tokenize
+from dagctx.cli import main
+from dagctx.nodes.focus import FocusNode
+from dagctx.nodes.text import TextNode
+from dagctx.projection import Projection, SectionCache, build_projection
+from dagctx.projection.relevance import Bm25Index, file_kind, tier
+from dagctx.tools import get_graph_tools
+from dagctx.watch.scan import scan_tree
+
+
+def filler(topic: str, n: int) -> str:
+    """``n`` lines of code about ``topic`` (one function every five lines)."""
+    return "".join(
+        f"def {topic}_step_{i}(value):\n" if i % 5 == 0 else f"    value = value + {i}  # {topic}\n"
+        for i in range(n)
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A small repository with a known answer: the checkpoint module restores."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "pkg" / "checkpoint.py").write_text(
+        '"""Save and restore checkpoints."""\n\n'
+        "def restore(name):\n"
+        '    """Restore the checkpoint called name."""\n'
+        "    return load_checkpoint(name)\n\n" + filler("snapshot", 60)
+    )
+    for name in ("render", "shell", "colors", "network"):
+        (tmp_path / "pkg" / f"{name}.py").write_text(filler(name, 70))
+    (tmp_path / "tests" / "test_shell.py").write_text(filler("shell", 70))
+    return tmp_path
+
+
+def states(p: Projection) -> dict[str, NodeState]:
+    """Label → rendered state of every shown node (omitted ones absent; a node cut to fit
+    counts as SUMMARY: not in full)."""
+    return {
+        p.labels[s.node_id]: NodeState.SUMMARY if s.cut_lines else s.rendered_state
+        for s in p.sections
+        if not s.reference
+    }
+
+
+def render(root: Path, budget: int, focus: str | None = None) -> Projection:
+    with Session(root, budget=budget) as s:
+        scan_tree(s, ".")
+        if focus is not None:
+            s.focus(focus)
+        return s.tick().projection
+
+
+class TestWords:
+    def test_tokenize_is_knowledges(self) -> None:
+        from dagctx import knowledge
+
+        assert knowledge.tokenize is tokenize
+        assert tokenize("Restore_Checkpoint now") == ["restore_checkpoint", "now"]
+
+    def test_terms_split_identifiers_stem_and_drop_stop_words(self) -> None:
+        assert terms("How are checkpoints restored?") == ["checkpoint", "restor"]
+        assert set(terms("restore_checkpoint")) >= {"restor", "checkpoint"}
+        assert set(terms("CheckpointStore")) >= {"checkpoint", "stor"}
+        assert stem("class") == "class" and stem("restoring") == "restor"
+
+
+class TestFocusVerb:
+    def test_applied_at_the_next_tick_as_a_change(self, repo: Path) -> None:
+        with Session(repo, budget=4000) as s:
+            s.text("pkg/render.py")
+            s.tick()
+            s.focus("checkpoints")
+            assert not [n for n in s.nodes() if isinstance(n, FocusNode)]  # not yet
+            result = s.tick()
+            focus = next(n for n in s.nodes() if isinstance(n, FocusNode))
+            assert focus.text == "checkpoints"
+            assert "## Focus" in result.projection.text and "checkpoints" in result.projection.text
+            s.focus("rendering")
+            result = s.tick()
+            assert [t.description for t in result.changes] == ["focus: 'rendering'"]
+            assert "focus: 'rendering'" in result.projection.text  # the changes section
+            s.focus(None)
+            result = s.tick()
+            assert focus.state == NodeState.HIDDEN and "## Focus" not in result.projection.text
+            assert s.cache.projector.relevance.focus is None
+
+    def test_rejects_a_non_string(self, repo: Path) -> None:
+        with Session(repo) as s, pytest.raises(DagctxError):
+            s.focus(42)  # type: ignore[arg-type]
+
+    def test_the_latest_user_message_focuses(self, repo: Path) -> None:
+        with Session(repo, budget=4000) as s:
+            scan_tree(s, ".")
+            s.topic("task")
+            s.message("user", "please fix how checkpoints are restored")
+            s.message("assistant", "looking at the network code")  # not a user message
+            s.tick()
+            assert s.cache.projector.relevance.focus == "please fix how checkpoints are restored"
+            s.focus("colors")  # newer than the message: it wins
+            s.tick()
+            assert s.cache.projector.relevance.focus == "colors"
+            s.message("user", "now the shell")  # and a newer message wins again
+            s.tick()
+            assert s.cache.projector.relevance.focus == "now the shell"
+
+    def test_set_focus_tool(self, repo: Path) -> None:
+        with Session(repo, budget=4000) as s:
+            tool = next(t for t in get_graph_tools() if t.name == "set_focus").bind(s)
+            assert "checkpoints" in asyncio.run(tool.execute(text="checkpoints"))
+            s.tick()
+            assert s.cache.projector.relevance.focus == "checkpoints"
+            assert "cleared" in asyncio.run(tool.execute(text="  "))
+            s.tick()
+            assert s.cache.projector.relevance.focus is None
+
+
+class TestRanking:
+    def test_the_focused_module_is_shown_in_full_before_unrelated_ones(self, repo: Path) -> None:
+        p = render(repo, 900, "how are checkpoints restored")
+        shown = states(p)
+        assert shown["pkg/checkpoint.py"] >= NodeState.DETAILS, p.explain()
+        for other in ("pkg/render.py", "pkg/shell.py", "pkg/colors.py", "pkg/network.py"):
+            assert shown.get(other, NodeState.HIDDEN) < NodeState.DETAILS, p.explain()
+
+    def test_another_focus_picks_another_module(self, repo: Path) -> None:
+        shown = states(render(repo, 900, "network"))
+        assert shown["pkg/network.py"] >= NodeState.DETAILS
+        assert shown.get("pkg/checkpoint.py", NodeState.HIDDEN) < NodeState.DETAILS
+
+    def test_without_focus_source_comes_before_tests(self, repo: Path) -> None:
+        (repo / "pkg" / "checkpoint.py").unlink()
+        for name in ("render", "colors", "network"):
+            (repo / "pkg" / f"{name}.py").unlink()
+        shown = states(render(repo, 900))  # pkg/shell.py and tests/test_shell.py: equal size
+        assert shown["pkg/shell.py"] >= NodeState.DETAILS
+        assert shown.get("tests/test_shell.py", NodeState.HIDDEN) < NodeState.DETAILS
+
+    def test_deterministic(self, repo: Path) -> None:
+        a = render(repo, 900, "how are checkpoints restored")
+        b = render(repo, 900, "how are checkpoints restored")
+        assert a.text == b.text and a.sections == b.sections
+
+    def test_explain_shows_each_nodes_level_and_parts(self, repo: Path) -> None:
+        p = render(repo, 900, "how are checkpoints restored")
+        table = p.explain()
+        line = next(row for row in table.splitlines() if "pkg/checkpoint.py" in row)
+        assert "level" in line and "lexical 1.00" in line and "tier" in line
+        assert p.scores[next(k for k, v in p.labels.items() if v == "pkg/")].inherited
+        assert (
+            max(s.level for s in p.scores.values())
+            == p.scores[next(k for k, v in p.labels.items() if v == "pkg/checkpoint.py")].level
+        )
+
+    def test_kinds_and_tiers(self) -> None:
+        assert file_kind("src/app.py") > file_kind("README.md") > file_kind("setup.cfg")
+        assert file_kind("setup.cfg") > file_kind("tests/test_app.py") > file_kind("yarn.lock")
+        assert file_kind("web/app.test.ts") == file_kind("tests/x.py")
+        assert tier("app.py", 10) > tier("a/b/app.py", 10) > tier("a/b/app.py", 10_000)
+
+    def test_bm25_index_updates_one_file_at_a_time(self, repo: Path) -> None:
+        with Session(repo) as s:
+            node = s.text("pkg/render.py")
+            other = s.text("pkg/checkpoint.py")
+            index = Bm25Index()
+            index.update(node)
+            index.update(other)
+            before = index.scores(terms("restore"))
+            assert set(before) == {other.id}
+            (repo / "pkg" / "render.py").write_text("def restore():\n    pass\n")
+            assert isinstance(node, TextNode) and node.recompute()
+            index.update(node)
+            assert set(index.scores(terms("restore"))) == {node.id, other.id}
+            index.remove(node.id)
+            assert set(index.scores(terms("render"))) == set()
+
+
+class TestCli:
+    def test_render_focus(self, repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        assert main(["render", str(repo), "--budget", "900", "--focus", "checkpoint"]) == 0
+        out = capsys.readouterr().out
+        assert "def restore(name):" in out  # the focused module, in full
+        assert "def network_step_5(value):" not in out
+
+    def test_watch_once_focus(self, repo: Path) -> None:
+        args = ["watch", str(repo), "--budget", "900", "--once", "--focus", "network"]
+        assert main(args) == 0
+        text = (repo / ".dagctx" / "projection.md").read_text()
+        assert "def network_step_5(value):" in text and "def restore(name):" not in text
+
+
+FOCUS_OPS = st.one_of(
+    st.tuples(st.just("edit"), st.integers(0, 20), st.sampled_from(["restore", "net", "x"])),
+    st.tuples(st.just("focus"), st.integers(0, 20), st.sampled_from(["restore", "net", ""])),
+    st.tuples(st.just("say"), st.integers(0, 20), st.sampled_from(["net code", "restore it"])),
+    st.tuples(st.just("state"), st.integers(0, 20), st.sampled_from(["SUMMARY", "DETAILS"])),
+    st.tuples(st.just("budget"), st.integers(0, 20), st.integers(40, 3000)),
+)
+
+
+class TestIncrementalUnderFocus:
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        sizes=st.lists(st.integers(1, 60), min_size=2, max_size=8),
+        budget=st.integers(40, 3000),
+        ops=st.lists(FOCUS_OPS, min_size=1, max_size=8),
+    )
+    def test_every_turn_matches_a_projection_built_from_scratch(
+        self, tmp_path: Path, sizes: list[int], budget: int, ops: list[tuple[str, int, object]]
+    ) -> None:
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        (root / "d").mkdir()
+        for i, n in enumerate(sizes):
+            (root / "d" / f"f{i}.py").write_text(filler(("restore", "net", "x")[i % 3], n))
+        with Session(root, budget=budget) as s:
+            scan_tree(s, ".")
+            s.topic("talk")
+            files = [n for n in s.nodes() if isinstance(n, TextNode)]
+            for op, a, b in ops:
+                node = files[a % len(files)]
+                if op == "edit":
+                    (root / node.path).write_text(filler(str(b), a + 3))
+                    s.file_changed(node.path)
+                elif op == "focus":
+                    s.focus(str(b) or None)
+                elif op == "say":
+                    s.message("user", str(b))
+                elif op == "state":
+                    node.set_state(str(b))
+                else:
+                    s.set_budget(int(str(b)))
+                result = s.tick()
+                p = result.projection
+                shown = result.changes if result.turn > 1 else []
+                fresh = build_projection(s.graph, SectionCache(s.counter), s.budget, changes=shown)
+                assert p.text == fresh.text
+                assert p.sections == fresh.sections and p.omitted == fresh.omitted
+                assert p.tokens <= s.budget
+                assert p.scores == fresh.scores
