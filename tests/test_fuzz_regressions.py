@@ -432,6 +432,7 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
         server.set_status("disconnected")
         s.add(MCPToolNode("fx", ToolSpec("add", "adds", input_schema={})), parent=server)
         s.session_node()
+        s.focus("fix a.py")
         s.tick()
         dicts = [node.to_dict() for node in s.nodes()]
     assert {d["type"] for d in dicts} >= set(node_types()) - {"probe"}
