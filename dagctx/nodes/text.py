@@ -12,6 +12,9 @@ node was made, or a node loaded from a tampered session file): the file is opene
 symlink or a FIFO is swapped in while the file is being opened. A file larger than
 ``max_bytes`` is never loaded whole: only its first ``max_bytes`` (or the requested line
 range) are read, and the render says so.
+SUMMARY shows the file's outline from :func:`dagctx.outline.outline` (definitions with
+signatures, line ranges and docstring first lines; headings; top-level keys), made once
+per change of content and kept, or its first 5 lines when the outline is empty.
 """
 
 from __future__ import annotations
@@ -19,19 +22,15 @@ from __future__ import annotations
 import functools
 import mimetypes
 import os
-import re
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
 from dagctx._fs import SNIFF_BYTES, NotRegularFileError, OutsideRootError, looks_binary, open_inside
 from dagctx.nodes.base import Node, NodeState, TickFrequency
+from dagctx.outline import outline
 
 DEFAULT_MAX_BYTES = 1_000_000
 _SKIP_PIECE = 1 << 16  # bytes read at a time while skipping to a line range
-_OUTLINE = re.compile(
-    r"^(?:(?:async\s+)?def |class |function |export |interface |struct |enum |impl |"
-    r"(?:pub\s+)?fn |func |type |#{1,3} )"
-)
 _LANGUAGES = {
     ".py": "python", ".js": "javascript", ".ts": "typescript", ".tsx": "tsx", ".jsx": "jsx",
     ".rs": "rust", ".go": "go", ".java": "java", ".c": "c", ".h": "c", ".cpp": "cpp",
@@ -85,6 +84,7 @@ class TextNode(Node):
     __slots__ = (
         "_n",
         "_stat",
+        "_summary_outline",
         "_text",
         "end_line",
         "max_bytes",
@@ -117,6 +117,7 @@ class TextNode(Node):
         self.max_bytes = max_bytes
         self._text = ""  # the lines shown, "\n"-joined
         self._n = -1  # how many lines that is (-1: not read yet)
+        self._summary_outline: str | None = None  # made at first SUMMARY
         self.placeholder: str | None = None
         self.notice: str | None = None
         self._stat: tuple[int, int] | None = None
@@ -224,6 +225,7 @@ class TextNode(Node):
         if (placeholder, notice, n, text) == (self.placeholder, self.notice, self._n, self._text):
             return False
         self.placeholder, self._text, self._n, self.notice = placeholder, text, n, notice
+        self._summary_outline = None
         return True
 
     def _key(self) -> tuple[int, int] | None:
@@ -280,12 +282,21 @@ class TextNode(Node):
         if state == NodeState.COLLAPSED:
             return f"- {self.label()} ({n} lines)"
         if state == NodeState.SUMMARY:
-            lines = self.lines
-            outline = [line for line in lines if _OUTLINE.match(line)][:40]
-            shown = outline or lines[:5]
-            rest = f"({n} lines; outline)" if outline else f"({n} lines; first {len(shown)})"
-            return "\n".join([self._header(), rest, *shown])
+            shown = self._outline_text()
+            if shown:
+                return f"{self._header()}\n({n} lines; outline)\n{shown}"
+            first = self._first_lines(5)
+            return "\n".join([self._header(), f"({n} lines; first {len(first)})", *first])
         return self.render_cut(state, n)
+
+    def _outline_text(self) -> str:
+        """The outline of the lines shown (:func:`dagctx.outline.outline`) as one string,
+        "" if it has no entries; made on first use after each change of content and kept
+        (one string, not a list of lines), so a render of an unchanged file never parses."""
+        if self._summary_outline is None:
+            made = outline(self.path, self._text, first_line=self.start_line or 1)
+            self._summary_outline = "\n".join(made.render())
+        return self._summary_outline
 
     def cuttable_lines(self) -> int:
         """How many lines the projection may cut from this node (0: not cuttable)."""

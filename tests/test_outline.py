@@ -1,0 +1,626 @@
+"""Outlines from real tree-sitter grammars (no mocks), markdown, JSON/TOML/YAML keys, the
+regex fallback, the cost bound, and TextNode SUMMARY showing the outline."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from dagctx import NodeState, TextNode
+from dagctx.outline import MAX_PARSE_BYTES, Entry, Outline, outline
+
+PY = '''"""Module doc."""
+import os
+
+
+@decorator
+def top(a: int,
+        b: str = "x") -> bool:
+    """Return whether a matches b.
+
+    More text.
+    """
+    def inner():
+        pass
+    return True
+
+
+class Store(Base):
+    \'\'\'A key-value store.\'\'\'
+
+    def get(self, key):
+        # no docstring
+        return key
+
+    class Meta:
+        pass
+
+
+if TYPE_CHECKING:
+    def typed() -> None: ...
+'''
+JS = """// Utilities for carts.
+import x from "y";
+
+/**
+ * A shopping cart.
+ */
+export class Cart extends Base {
+  constructor(items) {
+    super();
+  }
+
+  // Sum of the prices.
+  total() {
+    return this.items.reduce((a, b) => a + b.price, 0);
+  }
+}
+
+export function add(a, b) {
+  return a + b;
+}
+
+const helper = (x) => {
+  const nested = () => 1;
+  return x;
+};
+
+export const LIMIT = 10;
+
+describe("x", () => {
+  const notShown = () => 2;
+});
+"""
+TS = """/** A user. */
+export interface User {
+  id: number;
+  greet(name: string): string;
+}
+
+export type Id = string | number;
+
+enum Color { Red, Green }
+
+export abstract class Repo<T> implements Store<T> {
+  abstract find(id: Id): T;
+  save(item: T): void {}
+}
+
+namespace Util {
+  export function clamp(x: number): number { return x; }
+}
+
+export const fetchUser = async (id: Id): Promise<User> => {
+  return { id } as User;
+};
+"""
+TSX = """import React from "react";
+
+/** The page header. */
+export function Header({ title }: { title: string }) {
+  return <h1>{title}</h1>;
+}
+
+export const Footer = () => <footer />;
+"""
+GO = """package store
+
+import "errors"
+
+// Store keeps values by key.
+type Store struct {
+	items map[string]int
+}
+
+// Getter reads values.
+type Getter interface {
+	Get(key string) (int, error)
+}
+
+// New makes an empty store.
+func New() *Store {
+	return &Store{items: map[string]int{}}
+}
+
+// Get returns the value of key.
+func (s *Store) Get(key string) (int, error) {
+	v, ok := s.items[key]
+	if !ok {
+		return 0, errors.New("missing")
+	}
+	return v, nil
+}
+"""
+RUST = """use std::fmt;
+
+/// A point in the plane.
+#[derive(Debug, Clone)]
+pub struct Point {
+    x: f64,
+    y: f64,
+}
+
+/// Shapes with an area.
+pub trait Shape {
+    fn area(&self) -> f64;
+}
+
+pub enum Kind { Circle, Square }
+
+impl Shape for Point {
+    /// A point has no area.
+    fn area(&self) -> f64 {
+        0.0
+    }
+}
+
+mod geometry {
+    pub fn distance(a: &Point, b: &Point) -> f64 {
+        ((a.x - b.x).powi(2) + (a.y - b.y).powi(2)).sqrt()
+    }
+}
+"""
+JAVA = """package shop;
+
+import java.util.List;
+
+/**
+ * An order of items.
+ */
+@Entity
+public class Order implements Comparable<Order> {
+    private final List<Item> items;
+
+    /** Makes an empty order. */
+    public Order() {
+        this.items = new ArrayList<>();
+    }
+
+    @Override
+    public int compareTo(Order other) {
+        return 0;
+    }
+
+    interface Visitor {
+        void visit(Item item);
+    }
+}
+"""
+C = """#include <stdio.h>
+
+/* A growable buffer. */
+struct buffer {
+    char *data;
+    size_t len;
+};
+
+typedef struct { int x; } point;
+
+/* Append n bytes. */
+int buffer_append(struct buffer *b,
+                  const char *src, size_t n);
+
+static char *
+buffer_take(struct buffer *b)
+{
+    return b->data;
+}
+"""
+CPP = """#include <string>
+
+namespace geo {
+
+// A named shape.
+template <typename T>
+class Shape : public Base {
+ public:
+  virtual double area() const;
+  std::string name() const { return name_; }
+ private:
+  std::string name_;
+};
+
+double Shape<int>::area() const { return 0; }
+
+}  // namespace geo
+
+struct Pair { int a; int b; };
+"""
+RUBY = """require "json"
+
+# Tools for accounts.
+module Billing
+  # An invoice.
+  class Invoice < Base
+    # The total in cents.
+    def total(tax = 0)
+      @lines.sum + tax
+    end
+
+    def self.load(path)
+      new
+    end
+  end
+end
+"""
+CSHARP = """using System;
+
+namespace Shop.Orders
+{
+    /// <summary>An order.</summary>
+    [Serializable]
+    public class Order : IOrder
+    {
+        public int Count { get; set; }
+
+        /// <summary>
+        /// Makes an order.
+        /// </summary>
+        public Order(int count) { Count = count; }
+
+        public void Add(Item item) { }
+    }
+
+    public interface IOrder
+    {
+        void Add(Item item);
+    }
+}
+"""
+PHP = """<?php
+namespace App\\Models;
+
+/**
+ * A user of the site.
+ */
+class User extends Model implements Auth
+{
+    // The display name.
+    public function name(): string
+    {
+        return $this->name;
+    }
+}
+
+interface Auth {}
+
+function helper(int $a): int
+{
+    return $a;
+}
+"""
+
+
+def shape(o: Outline) -> list[tuple[str, str, int, int, int]]:
+    """(name, kind, start, end, depth) of each entry."""
+    return [(e.name, e.kind, e.start, e.end, e.depth) for e in o.entries]
+
+
+def by_name(o: Outline, name: str) -> Entry:
+    return next(e for e in o.entries if e.name == name)
+
+
+class TestGrammars:
+    def test_python(self) -> None:
+        o = outline("pkg/store.py", PY)
+        assert o.source == "tree-sitter" and o.language == "python"
+        assert shape(o) == [
+            ("top", "function", 5, 14, 0),  # from the decorator; inner() is not outlined
+            ("Store", "class", 17, 25, 0),
+            ("get", "method", 20, 22, 1),
+            ("Meta", "class", 24, 25, 1),
+            ("typed", "function", 29, 29, 0),  # under `if TYPE_CHECKING:`
+        ]
+        top = by_name(o, "top")
+        assert top.signature == 'def top(a: int, b: str = "x") -> bool:'
+        assert top.doc == "Return whether a matches b."
+        assert by_name(o, "Store").doc == "A key-value store."
+        assert by_name(o, "get").parent == 1 and by_name(o, "get").doc == ""  # a comment inside
+        assert o.render()[:3] == [
+            'def top(a: int, b: str = "x") -> bool:  [L5-14]  "Return whether a matches b."',
+            'class Store(Base):  [L17-25]  "A key-value store."',
+            "  def get(self, key):  [L20-22]",
+        ]
+
+    def test_javascript(self) -> None:
+        o = outline("cart.js", JS)
+        assert shape(o) == [
+            ("Cart", "class", 7, 16, 0),
+            ("constructor", "method", 8, 10, 1),
+            ("total", "method", 13, 15, 1),
+            ("add", "function", 18, 20, 0),
+            ("helper", "function", 22, 25, 0),  # nested arrows and callbacks left out
+            ("LIMIT", "const", 27, 27, 0),
+        ]
+        assert by_name(o, "Cart").signature == "export class Cart extends Base"
+        assert by_name(o, "Cart").doc == "A shopping cart."
+        assert by_name(o, "total").doc == "Sum of the prices."
+        assert by_name(o, "helper").signature == "const helper = (x) =>"
+
+    def test_typescript(self) -> None:
+        o = outline("repo.ts", TS)
+        assert shape(o) == [
+            ("User", "interface", 2, 5, 0),
+            ("greet", "method", 4, 4, 1),
+            ("Id", "type", 7, 7, 0),
+            ("Color", "enum", 9, 9, 0),
+            ("Repo", "class", 11, 14, 0),
+            ("find", "method", 12, 12, 1),
+            ("save", "method", 13, 13, 1),
+            ("Util", "module", 16, 18, 0),
+            ("clamp", "function", 17, 17, 1),
+            ("fetchUser", "function", 20, 22, 0),
+        ]
+        assert by_name(o, "User").doc == "A user."
+        assert by_name(o, "Repo").signature == ("export abstract class Repo<T> implements Store<T>")
+        assert by_name(o, "fetchUser").signature == (
+            "export const fetchUser = async (id: Id): Promise<User> =>"
+        )
+
+    def test_tsx(self) -> None:
+        o = outline("header.tsx", TSX)
+        assert shape(o) == [("Header", "function", 4, 6, 0), ("Footer", "function", 8, 8, 0)]
+        assert by_name(o, "Header").doc == "The page header."
+
+    def test_go(self) -> None:
+        o = outline("store.go", GO)
+        assert shape(o) == [
+            ("Store", "struct", 6, 8, 0),
+            ("Getter", "interface", 11, 13, 0),
+            ("New", "function", 16, 18, 0),
+            ("Get", "method", 21, 27, 0),
+        ]
+        assert by_name(o, "Store").signature == "type Store struct"
+        assert by_name(o, "Store").doc == "Store keeps values by key."
+        assert by_name(o, "Get").signature == "func (s *Store) Get(key string) (int, error)"
+
+    def test_rust(self) -> None:
+        o = outline("geo.rs", RUST)
+        assert shape(o) == [
+            ("Point", "struct", 4, 8, 0),  # from its attribute
+            ("Shape", "trait", 11, 13, 0),
+            ("area", "method", 12, 12, 1),
+            ("Kind", "enum", 15, 15, 0),
+            ("Shape for Point", "impl", 17, 22, 0),
+            ("area", "method", 19, 21, 1),
+            ("geometry", "module", 24, 28, 0),
+            ("distance", "function", 25, 27, 1),
+        ]
+        assert by_name(o, "Point").doc == "A point in the plane."
+        assert o.entries[5].doc == "A point has no area."
+        assert by_name(o, "distance").signature == "pub fn distance(a: &Point, b: &Point) -> f64"
+
+    def test_java(self) -> None:
+        o = outline("Order.java", JAVA)
+        assert shape(o) == [
+            ("Order", "class", 8, 25, 0),
+            ("Order", "method", 13, 15, 1),
+            ("compareTo", "method", 17, 20, 1),
+            ("Visitor", "interface", 22, 24, 1),
+            ("visit", "method", 23, 23, 2),
+        ]
+        assert o.entries[0].signature == "public class Order implements Comparable<Order>"
+        assert o.entries[0].doc == "An order of items."
+        assert o.entries[1].doc == "Makes an empty order."
+        assert by_name(o, "compareTo").signature == "public int compareTo(Order other)"
+
+    def test_c(self) -> None:
+        o = outline("buffer.c", C)
+        assert shape(o) == [
+            ("buffer", "struct", 4, 7, 0),
+            ("point", "type", 9, 9, 0),
+            ("buffer_append", "function", 12, 13, 0),
+            ("buffer_take", "function", 15, 19, 0),
+        ]
+        assert by_name(o, "buffer").doc == "A growable buffer."
+        assert by_name(o, "buffer_append").signature == (
+            "int buffer_append(struct buffer *b, const char *src, size_t n);"
+        )
+        assert by_name(o, "buffer_take").signature == "static char * buffer_take(struct buffer *b)"
+
+    def test_cpp(self) -> None:
+        o = outline("shape.cpp", CPP)
+        assert shape(o) == [
+            ("geo", "module", 3, 17, 0),
+            ("Shape", "class", 6, 13, 1),  # from its template line
+            ("area", "method", 9, 9, 2),
+            ("name", "method", 10, 10, 2),
+            ("Shape<int>::area", "function", 15, 15, 1),
+            ("Pair", "struct", 19, 19, 0),
+        ]
+        assert by_name(o, "Shape").doc == "A named shape."
+        assert by_name(o, "Shape").signature == "class Shape : public Base"
+
+    def test_ruby(self) -> None:
+        o = outline("billing.rb", RUBY)
+        assert shape(o) == [
+            ("Billing", "module", 4, 16, 0),
+            ("Invoice", "class", 6, 15, 1),
+            ("total", "method", 8, 10, 2),
+            ("load", "method", 12, 14, 2),
+        ]
+        assert [e.doc for e in o.entries[:3]] == [
+            "Tools for accounts.",
+            "An invoice.",
+            "The total in cents.",
+        ]
+        assert by_name(o, "load").signature == "def self.load(path)"
+
+    def test_csharp(self) -> None:
+        o = outline("Order.cs", CSHARP)
+        assert shape(o) == [
+            ("Shop.Orders", "module", 3, 23, 0),
+            ("Order", "class", 6, 17, 1),  # from its attribute
+            ("Order", "method", 14, 14, 2),
+            ("Add", "method", 16, 16, 2),
+            ("IOrder", "interface", 19, 22, 1),
+            ("Add", "method", 21, 21, 2),
+        ]
+        assert o.entries[1].signature == "public class Order : IOrder"
+        assert o.entries[1].doc == "An order."  # XML tags dropped
+        assert o.entries[2].doc == "Makes an order."
+
+    def test_php(self) -> None:
+        o = outline("User.php", PHP)
+        assert shape(o) == [
+            ("App\\Models", "module", 2, 2, 0),
+            ("User", "class", 7, 14, 0),
+            ("name", "method", 10, 13, 1),
+            ("Auth", "interface", 16, 16, 0),
+            ("helper", "function", 18, 21, 0),
+        ]
+        assert by_name(o, "User").doc == "A user of the site."
+        assert by_name(o, "name").signature == "public function name(): string"
+
+    def test_a_language_name_works_like_a_path(self) -> None:
+        assert outline("python", PY) == outline("x.py", PY)
+
+    def test_first_line_shifts_line_numbers(self) -> None:
+        o = outline("x.py", PY, first_line=101)
+        assert shape(o)[0] == ("top", "function", 105, 114, 0)
+
+    def test_same_text_same_outline(self) -> None:
+        assert outline("a.go", GO) == outline("a.go", GO)
+
+
+class TestOtherFormats:
+    def test_markdown_headings_nest_and_skip_code(self) -> None:
+        text = "# Title\nintro\n## Install\n```sh\n# not a heading\n```\n### Linux\n## Use\n"
+        o = outline("README.md", text)
+        assert shape(o) == [
+            ("Title", "heading", 1, 8, 0),
+            ("Install", "heading", 3, 7, 1),
+            ("Linux", "heading", 7, 7, 2),
+            ("Use", "heading", 8, 8, 1),
+        ]
+        assert o.render()[1] == "  ## Install  [L3-7]"
+
+    def test_json_top_level_keys(self) -> None:
+        text = (
+            '{\n  "name": "app",\n  "scripts": {\n    "name": "nested"\n  },\n'
+            '  "files": [1, 2]\n}\n'
+        )
+        o = outline("package.json", text)
+        assert o.source == "json"
+        assert shape(o) == [
+            ("name", "key", 2, 2, 0),
+            ("scripts", "key", 3, 5, 0),
+            ("files", "key", 6, 7, 0),
+        ]
+        assert [e.signature for e in o.entries] == [
+            '"name": "app"',
+            '"scripts": {…1 keys}',
+            '"files": […2 items]',
+        ]
+
+    def test_toml_top_level_keys_and_tables(self) -> None:
+        text = 'title = "x"\n\n[tool.ruff]\nline-length = 100\n\n[[bin]]\nname = "a"\n'
+        o = outline("pyproject.toml", text)
+        assert o.source == "toml"
+        assert shape(o) == [
+            ("title", "key", 1, 2, 0),
+            ("tool", "key", 3, 5, 0),
+            ("bin", "key", 6, 7, 0),
+        ]
+        assert [e.signature for e in o.entries] == ['title = "x"', "[tool] {…1 keys}", "[[bin]] ×1"]
+
+    def test_yaml_top_level_keys(self) -> None:
+        text = "# CI\nname: build\non:\n  push: {}\nscript: |\n  echo: not a key\nlast: 1\n"
+        o = outline("ci.yml", text)
+        assert o.source == "yaml"
+        assert [(e.name, e.start) for e in o.entries] == [
+            ("name", 2), ("on", 3), ("script", 5), ("last", 7),
+        ]  # fmt: skip
+
+    def test_broken_json_falls_back_to_the_regex(self) -> None:
+        o = outline("x.json", '{"a": \n')
+        assert o.source == "regex" and o.entries == ()
+
+    def test_unknown_language_uses_the_regex_fallback(self) -> None:
+        text = "intro\nfunction go() {\n  x\n}\nclass Thing\n"
+        o = outline("script.lua", text)
+        assert o.source == "regex" and o.language == ""
+        assert [(e.signature, e.start) for e in o.entries] == [
+            ("function go() {", 2),
+            ("class Thing", 5),
+        ]
+
+
+class TestCost:
+    def test_a_huge_file_is_parsed_only_up_to_the_cap(self) -> None:
+        text = "def f(x):\n    return x\n" * 1_000_000  # 23 MB
+        started = time.perf_counter()
+        o = outline("big.py", text)
+        assert time.perf_counter() - started < 2.0
+        assert o.lines == 2_000_000 and o.parsed_lines < o.lines
+        assert len(o.entries) == (o.parsed_lines + 1) // 2 <= MAX_PARSE_BYTES // 20
+        assert o.render()[-1] == f"[outline of lines 1-{o.parsed_lines} only, of 2000000]"
+        assert o.render()[-2].startswith("[… ") and len(o.render()) == 82
+
+    def test_many_headings_are_linear(self) -> None:
+        started = time.perf_counter()
+        o = outline("x.md", "# a\n## b\n" * 50_000)
+        assert time.perf_counter() - started < 2.0 and o.entries[-1].depth == 1
+
+    @pytest.mark.parametrize("path", ["x.py", "x.c", "x.json", "x.md", "x.yaml", "x.txt"])
+    def test_pathological_input_is_bounded(self, path: str) -> None:
+        text = "(" * 3_000_000 + "\x00\xff{[" * 100_000 + "\n" + "x" * 1_000_000
+        started = time.perf_counter()
+        o = outline(path, text)
+        assert time.perf_counter() - started < 2.0
+        assert o.parsed_lines <= 1
+
+
+class TestTextNodeSummary:
+    def test_summary_is_the_real_outline(self, tmp_path: Path) -> None:
+        (tmp_path / "store.go").write_text(GO)
+        node = TextNode("store.go", root=tmp_path)
+        assert node.render(NodeState.SUMMARY).splitlines() == [
+            "### store.go (#)".replace("#)", f"#{node.id})"),
+            "(27 lines; outline)",
+            'type Store struct  [L6-8]  "Store keeps values by key."',
+            'type Getter interface  [L11-13]  "Getter reads values."',
+            'func New() *Store  [L16-18]  "New makes an empty store."',
+            "func (s *Store) Get(key string) (int, error)  [L21-27]"
+            '  "Get returns the value of key."',
+        ]
+
+    def test_a_line_range_numbers_lines_in_the_file(self, tmp_path: Path) -> None:
+        (tmp_path / "store.py").write_text(PY)
+        node = TextNode("store.py", root=tmp_path, start_line=17, end_line=25)
+        assert 'class Store(Base):  [L17-25]  "A key-value store."' in node.render(
+            NodeState.SUMMARY
+        )
+
+    def test_no_definitions_shows_the_first_lines(self, tmp_path: Path) -> None:
+        (tmp_path / "notes.txt").write_text("a\nb\nc\nd\ne\nf\n")
+        summary = TextNode("notes.txt", root=tmp_path).render(NodeState.SUMMARY)
+        assert summary.splitlines()[1:] == ["(6 lines; first 5)", "a", "b", "c", "d", "e"]
+
+    def test_the_outline_is_made_once_per_content(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import dagctx.nodes.text as text_module
+
+        calls: list[str] = []
+
+        def counting(path: str, text: str, *, first_line: int = 1) -> Outline:
+            calls.append(path)
+            return outline(path, text, first_line=first_line)
+
+        monkeypatch.setattr(text_module, "outline", counting)
+        path = tmp_path / "m.py"
+        path.write_text("def a():\n    pass\n")
+        node = TextNode("m.py", root=tmp_path)
+        assert calls == []  # nothing parsed until SUMMARY is rendered
+        for _ in range(3):
+            node.render(NodeState.SUMMARY)
+            node.recompute()
+        assert len(calls) == 1
+        path.write_text("def a():\n    pass\n\n\ndef b():\n    pass\n")
+        assert node.recompute()
+        assert len(calls) == 1  # a changed file is parsed only when SUMMARY is rendered
+        assert "def b():  [L5-6]" in node.render(NodeState.SUMMARY)
+        assert len(calls) == 2
