@@ -4,6 +4,12 @@
   it, written and fsynced, renamed over the target, then the directory fsynced): a reader
   sees the old file or the new one, a returned write survives a crash, and the temporary
   file never outlives a failure.
+- :func:`set_aside` moves a file out of the way under a name that is not taken yet (it
+  never overwrites an earlier set-aside copy), together with its SQLite write-ahead log.
+- :func:`make_state_dir` makes a dagctx state directory (``.dagctx``) with a
+  ``.gitignore`` of ``*`` in it, so ``git add``, ``git stash -u`` and ``git clean -fd``
+  leave it out; it is called again before each write, so a directory that vanished is
+  made again.
 - :func:`looks_binary` is the one verdict on binary content: a NUL byte in the first
   :data:`SNIFF_BYTES` bytes. :func:`is_binary_file` applies it to a file.
 - :func:`resolve_inside` decides whether a path lies inside a root (after ``..`` and every
@@ -81,6 +87,52 @@ def _fsync_directory(directory: Path) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def set_aside(path: Path, suffix: str) -> Path:
+    """Move ``path`` to ``<path><suffix>`` (or ``<path><suffix>.2``, ``.3``, ... when that
+    name is taken) and return the new path; its ``-wal`` file (a SQLite write-ahead log,
+    which may hold committed data) moves along to ``<new path>-wal``.
+
+    The move is a hard link to the new name (which fails rather than replace an existing
+    file) followed by removing the old name, so no earlier copy is ever overwritten.
+
+    Raises:
+        OSError: the file cannot be linked or removed (it is then left where it was).
+    """
+    number = 1
+    while True:
+        aside = path.with_name(f"{path.name}{suffix}" + (f".{number}" if number > 1 else ""))
+        try:
+            os.link(path, aside)
+        except FileExistsError:
+            number += 1
+            continue
+        break
+    wal = path.with_name(path.name + "-wal")
+    with suppress(FileNotFoundError):
+        os.replace(wal, aside.with_name(aside.name + "-wal"))
+    os.unlink(path)
+    with suppress(FileNotFoundError):  # SQLite makes the shared-memory index again
+        os.unlink(path.with_name(path.name + "-shm"))
+    return aside
+
+
+STATE_GITIGNORE = "*\n"
+"""The ``.gitignore`` :func:`make_state_dir` writes: git ignores the whole directory."""
+
+
+def make_state_dir(directory: Path) -> None:
+    """Make ``directory`` (and its parents) if missing, with a ``.gitignore`` holding
+    :data:`STATE_GITIGNORE` unless it already has one.
+
+    Raises:
+        OSError: the directory or its ``.gitignore`` cannot be made.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        write_atomic(ignore, STATE_GITIGNORE, mode=0o644)
 
 
 # -- binary content -----------------------------------------------------------------------
@@ -223,11 +275,14 @@ def _is_link(name: str, dir_fd: int) -> bool:
 
 __all__ = [
     "SNIFF_BYTES",
+    "STATE_GITIGNORE",
     "NotRegularFileError",
     "OutsideRootError",
     "is_binary_file",
     "looks_binary",
+    "make_state_dir",
     "open_inside",
     "resolve_inside",
+    "set_aside",
     "write_atomic",
 ]

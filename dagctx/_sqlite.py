@@ -11,6 +11,10 @@ store; several of them may share one file) is opened and prepared here, with one
 - **Foreign files**: a file that holds tables but no ``dagctx_meta`` table belongs to
   another application; it is refused before anything is written to it (the journal
   set-up writes to the file too, so the check runs first).
+- **Damage or trouble**: :func:`is_damage` tells a file that is damaged (corrupt, not a
+  database) from one that could not be read for a reason that is not the file's fault
+  (the disk is full, an I/O error, a lock held past the timeout), which a caller must
+  leave exactly as it is.
 - **Schema versions**: ``dagctx_meta(key, value)`` holds one row ``<component>_schema``
   per component using the file (``session_schema``, ``checkpoint_schema``,
   ``coordination_schema``). A file whose row names another version is refused, naming
@@ -138,6 +142,19 @@ def _adopted(conn: sqlite3.Connection, layout: Layout, tables: set[str]) -> bool
     return bool(conn.execute("PRAGMA user_version").fetchone()[0] == layout.version)
 
 
+_DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
+def is_damage(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says the file itself is damaged (corrupt, or not a database).
+
+    Every other failure (``SQLITE_FULL``, ``SQLITE_IOERR``, ``SQLITE_BUSY``, a file that
+    cannot be opened, ...) is trouble around the file, and the file may be good.
+    """
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _DAMAGE_CODES
+
+
 def make_durable(conn: sqlite3.Connection) -> None:
     """WAL journal, and a committed transaction survives any later crash or power loss."""
     conn.execute("PRAGMA journal_mode=WAL")
@@ -204,6 +221,7 @@ __all__ = [
     "check",
     "connect",
     "install",
+    "is_damage",
     "make_durable",
     "open_store",
     "schema_mismatch",

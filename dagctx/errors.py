@@ -40,6 +40,8 @@ friends catch the error too)::
     │   ├── CapabilityError [ValueError]
     │   └── CapabilityTypeError [TypeError]
     ├── CheckpointError
+    │   ├── SessionConflictError                another writer saved the file meanwhile
+    │   └── SessionFileUnavailableError         a transient failure (disk full, I/O, busy)
     ├── ToolError                               .tool
     ├── ShellError
     ├── LockError
@@ -269,6 +271,18 @@ class CheckpointError(DagctxError):
     name, value or file."""
 
 
+class SessionConflictError(CheckpointError):
+    """A save was refused: another session (in this process or another) saved the file
+    since this session loaded or saved it, and its data would be overwritten; ``value``
+    is the file."""
+
+
+class SessionFileUnavailableError(CheckpointError):
+    """A session file could not be read or written for a reason that is not the file's
+    fault (the disk is full, an I/O error, a lock held too long); the file was left as it
+    was. ``value`` is the file."""
+
+
 class ToolError(DagctxError):
     """A tool was used wrongly by the program (not by the model); ``tool`` is the tool's
     name when there is one, ``value`` the offending value."""
@@ -377,7 +391,9 @@ __all__ = [
     "NodeTypeError",
     "PathError",
     "SessionClosedError",
+    "SessionConflictError",
     "SessionError",
+    "SessionFileUnavailableError",
     "ShellError",
     "StateError",
     "ToolCallIdError",

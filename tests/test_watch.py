@@ -36,7 +36,8 @@ from dagctx.watch.scan import scan_tree
 
 pytestmark = pytest.mark.anyio
 WAIT = 10.0
-OUTPUTS = ["projection.json", "projection.md", "session.db"]  # nothing else, no temp files
+# nothing else, no temp files (.gitignore: git leaves the state directory alone, issue 14 item 10)
+OUTPUTS = [".gitignore", "projection.json", "projection.md", "session.db"]
 STARTUP = 60.0  # a busy machine may take long to start a Python process
 SETTLE = 0.4  # longer than a batch's quiet time (50 ms): earlier events are flushed
 

@@ -12,6 +12,16 @@ The session is saved to ``PATH/.dagctx/session.db`` (every few seconds and at ex
 later ``dagctx watch`` on the same tree resumes it: node ids and states, checkpoints and
 the turn count carry over, and the tree is re-surveyed for what changed meanwhile.
 
+What it never does: overwrite a file it did not write (``--out`` must be new, empty, or a
+file an earlier ``dagctx watch`` wrote; those are listed in ``PATH/.dagctx/outputs.json``
+and are never read as content); move or overwrite a saved session it could not read for
+a reason that is not the file's fault (disk full, I/O error: it starts a new session
+that does not save); overwrite an earlier set-aside copy; save over a session another
+process is writing (the save is refused and reported, see :mod:`dagctx.session.file`);
+stop when a write fails (disk full: the last good projection stays, the failure is
+reported, and the next tick tries again). ``PATH/.dagctx`` holds a ``.gitignore`` of
+``*``, and is made again before a write if it vanished (``git clean -fdx``).
+
 File tracking lives in :mod:`dagctx.watch.loop`; this module only renders and writes.
 """
 
@@ -20,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import sys
 import time
@@ -37,8 +46,8 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
-from dagctx._fs import write_atomic
-from dagctx.errors import CheckpointError, PathError
+from dagctx._fs import make_state_dir, set_aside, write_atomic
+from dagctx.errors import CheckpointError, PathError, SessionFileUnavailableError
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
 from dagctx.watch.tracker import TreeTracker
@@ -69,36 +78,68 @@ def describe_changes(session: Session, result: TickResult) -> list[str]:
     return lines or structural
 
 
+OUTPUTS_RECORD = "outputs.json"
+"""The state directory's list of the ``--out`` files dagctx watch has written."""
+
+
 @dataclass(frozen=True, slots=True)
 class Outputs:
-    """Where each tick's projection goes: the text and its JSON account."""
+    """Where each tick's projection goes: the text and its JSON account; ``state`` is
+    the state directory, ``written`` every output an earlier watch recorded (never
+    content)."""
 
     markdown: Path
     json: Path
+    state: Path
+    written: tuple[Path, ...] = ()
 
     @classmethod
     def for_session(cls, session: Session, out: str | None) -> Outputs:
-        """The output paths (``out`` or the default under the root), directories made.
+        """The output paths (``out`` or the default under the root), directories made,
+        ``out`` recorded as dagctx's.
 
         Raises:
-            PathError: ``out`` is a directory.
+            PathError: ``out`` is a directory, or a file with content that dagctx did
+                not write.
+            OSError: the state directory cannot be made.
         """
         state = session.root / STATE_DIR
         markdown = Path(out).expanduser().resolve() if out else state / "projection.md"
         if markdown.is_dir():
             raise PathError(f"--out {out!r} is a directory; give a file path", path=out)
-        for directory in {markdown.parent, state}:
-            directory.mkdir(parents=True, exist_ok=True)
-        return cls(markdown, state / "projection.json")
+        make_state_dir(state)
+        written = _recorded_outputs(state)
+        if out and markdown.parent != state and markdown not in written:
+            if _has_content(markdown):
+                raise PathError(
+                    f"--out {out!r} is a file dagctx did not write; refusing to overwrite"
+                    " it: give a new path (or remove the file)",
+                    path=out,
+                )
+            written = (*written, markdown)
+            write_atomic(
+                state / OUTPUTS_RECORD,
+                json.dumps([str(p) for p in written], ensure_ascii=False),
+                mode=0o644,
+            )
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        return cls(markdown, state / "projection.json", state, written)
 
     @property
-    def paths(self) -> tuple[Path, Path]:
-        return self.markdown, self.json
+    def paths(self) -> tuple[Path, ...]:
+        """Every path that is dagctx's output, to be left out of the watched content."""
+        return (self.markdown, self.json, *self.written)
 
     def write(self, session: Session, result: TickResult) -> float:
         """Write the text, then its account, each atomically; return the seconds it took.
-        Raises OSError."""
+        A directory that vanished is made again first.
+
+        Raises:
+            OSError: a write failed (the file that was there stays as it was).
+        """
         started = time.perf_counter()
+        make_state_dir(self.state)
+        self.markdown.parent.mkdir(parents=True, exist_ok=True)
         projection = result.projection
         write_atomic(self.markdown, projection.text, mode=0o644)  # first: what agents read
         account: dict[str, Any] = {
@@ -120,6 +161,23 @@ class Outputs:
         # Compact: json's C encoder is used only without indent (several times faster).
         write_atomic(self.json, json.dumps(account, ensure_ascii=False), mode=0o644)
         return time.perf_counter() - started
+
+
+def _recorded_outputs(state: Path) -> tuple[Path, ...]:
+    try:
+        raw = json.loads((state / OUTPUTS_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    if not isinstance(raw, list):
+        return ()
+    return tuple(Path(item) for item in raw if isinstance(item, str))
+
+
+def _has_content(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except FileNotFoundError:
+        return False
 
 
 class ScanProgress:
@@ -252,11 +310,15 @@ class LiveView:
 class SessionSaver:
     """Saves the session to ``PATH/.dagctx/session.db``: at most every
     :data:`SAVE_INTERVAL` seconds while watching (a save costs a full write) and at exit.
-    A failed save is reported once and does not stop the watch."""
+    A failed save is reported once and does not stop the watch. ``off`` (a reason,
+    already reported) turns saving off."""
 
-    def __init__(self, session: Session, notice: Callable[[str], None]) -> None:
+    def __init__(
+        self, session: Session, notice: Callable[[str], None], off: str | None = None
+    ) -> None:
         self.session = session
         self.notice = notice
+        self.off = off
         self._last = time.monotonic()
         self._reported = False
 
@@ -265,6 +327,8 @@ class SessionSaver:
             self.save()
 
     def save(self) -> None:
+        if self.off is not None:
+            return
         try:
             self.session.save()
         except CheckpointError as exc:
@@ -274,11 +338,18 @@ class SessionSaver:
         self._last = time.monotonic()
 
 
-def open_session(path: str, budget: int, encoding: str, notice: Callable[[str], None]) -> Session:
+def open_session(
+    path: str, budget: int, encoding: str, notice: Callable[[str], None]
+) -> tuple[Session, str | None]:
     """Resume the session saved in ``path``'s ``.dagctx/session.db`` (node states,
-    checkpoints, turn count) with ``budget``, or start a new one. A saved file that does
-    not load is moved aside to ``session.db.unreadable``; one that counted tokens with
-    another encoding is replaced by the next save; ``notice`` says which.
+    checkpoints, turn count) with ``budget``, or start a new one; ``notice`` says which.
+
+    Returns the session and, when it must not be saved, why. A saved file that is
+    damaged (or not a session of this dagctx) is moved aside to ``session.db.unreadable``
+    (``.2``, ``.3``, ... when taken; never overwritten); one that cannot be read now for
+    a reason that is not the file's fault (disk full, I/O error) is left as it is, and
+    the new session does not save over it. One that counted tokens with another
+    encoding is replaced by the next save.
 
     Raises:
         BudgetError, EncodingError, PathError: for a new session.
@@ -287,24 +358,60 @@ def open_session(path: str, budget: int, encoding: str, notice: Callable[[str], 
     from dagctx.session.store import SESSION_FILE
 
     saved = Path(path).expanduser() / SESSION_FILE
+    off: str | None = None
     if saved.is_file():
         try:
             session = Session.load(saved, root=path)
+        except SessionFileUnavailableError as exc:
+            off = f"{saved} could not be read now"
+            notice(
+                f"dagctx watch: not resuming from {saved}: {exc}; starting a new session"
+                " that will not be saved (the saved one is kept as it is)"
+            )
         except CheckpointError as exc:
-            aside = saved.with_name(saved.name + ".unreadable")
-            os.replace(saved, aside)  # a save would not overwrite it; keep it to inspect
-            notice(f"dagctx watch: not resuming from {saved}: {exc}; moved it to {aside}")
+            try:
+                aside = set_aside(saved, ".unreadable")
+            except OSError as move_error:
+                off = f"{saved} could not be moved aside"
+                notice(
+                    f"dagctx watch: not resuming from {saved}: {exc}; it cannot be moved"
+                    f" aside ({move_error}), so this session will not be saved"
+                )
+            else:
+                notice(f"dagctx watch: not resuming from {saved}: {exc}; moved it to {aside}")
         else:
             if session.encoding == encoding:
                 session.set_budget(budget)
                 notice(f"dagctx watch: resuming after turn {session.turn} from {saved}")
-                return session
+                return session, None
             session.close()
             notice(
                 f"dagctx watch: not resuming from {saved}: it counts tokens with"
                 f" {session.encoding!r}, not {encoding!r}; starting over"
             )
-    return Session(path, budget=budget, encoding=encoding)
+    return Session(path, budget=budget, encoding=encoding), off
+
+
+class WriteReporter:
+    """Reports failed projection writes: the first of a run of failures, and the write
+    that ends it (the watch goes on either way)."""
+
+    def __init__(self, notice: Callable[[str], None]) -> None:
+        self.notice = notice
+        self.failing = False
+
+    def failed(self, exc: OSError) -> None:
+        if not self.failing:
+            self.notice(
+                f"dagctx watch: the projection is not written: {exc}; the last written one"
+                " stays, and the next tick tries again"
+            )
+        self.failing = True
+
+    def succeeded(self) -> None:
+        if self.failing:
+            self.notice("dagctx watch: the projection is written again")
+        self.failing = False
 
 
 async def _watch(
@@ -313,6 +420,7 @@ async def _watch(
     view: StatusView,
     progress: ScanProgress,
     saver: SessionSaver,
+    writes: WriteReporter,
 ) -> None:
     task = asyncio.current_task()
     if task is not None:
@@ -322,7 +430,13 @@ async def _watch(
     async with aclosing(results):
         async for result in results:
             progress.close()
-            view.update(result, outputs.write(session, result))
+            try:
+                seconds = outputs.write(session, result)
+            except OSError as exc:
+                writes.failed(exc)
+            else:
+                writes.succeeded()
+                view.update(result, seconds)
             saver.save_if_due()
 
 
@@ -334,11 +448,12 @@ def run_watch(args: argparse.Namespace) -> int:
     def notice(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    with open_session(args.path, args.budget, args.encoding, notice) as session:
+    session, off = open_session(args.path, args.budget, args.encoding, notice)
+    with session:
         if args.focus:
             session.focus(args.focus)  # applied at the first tick
         outputs = Outputs.for_session(session, args.out)
-        saver = SessionSaver(session, notice)
+        saver = SessionSaver(session, notice, off)
         try:
             if args.once:
                 TreeTracker(session, ".", ignore=outputs.paths).load(progress)
@@ -354,7 +469,7 @@ def run_watch(args: argparse.Namespace) -> int:
             else:
                 view = LogView(session, outputs, lambda line: print(line, flush=True))
             try:
-                asyncio.run(_watch(session, outputs, view, progress, saver))
+                asyncio.run(_watch(session, outputs, view, progress, saver, WriteReporter(notice)))
             finally:
                 view.close()
         except (KeyboardInterrupt, asyncio.CancelledError):

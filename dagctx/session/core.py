@@ -142,6 +142,9 @@ class SessionCore:
         self._turn_start = self.graph.traces.cursor()
         self._last_projection: Projection | None = None
         self._refresh: dict[str, Node] = {}
+        # Session file (resolved path) → the generation this session last read or wrote
+        # there: a save refuses a file another session wrote since (session/file.py).
+        self._file_generations: dict[Path, str] = {}
         self._closers: list[Callable[[], None]] = []
         self._tokens: list[contextvars.Token[SessionCore | None]] = []
         self.closed = False

@@ -28,20 +28,41 @@ this module owns the layout, the schema version and the atomicity:
   the kept traces. Either way it is the same single transaction.
 - A read is one read transaction (a consistent snapshot while another process writes)
   after the schema version and ``PRAGMA quick_check``; it never changes the saved data.
+- **One writer at a time, never overwritten silently**: a write takes an exclusive OS
+  lock (``flock``) on the file for the writing session, held until the session releases
+  it (:func:`release_session_file`, when it closes); the sessions of one process share
+  it. A write while another process holds it is refused with
+  :class:`~dagctx.errors.SessionConflictError`, so a second live writer (two ``dagctx
+  watch``, a watcher and a library ``Session``) is told, and the first one's saves go
+  on. A lock dies with its process, so a killed writer never blocks the next one.
+  Each write also records a new random ``generation`` in ``session_info``; a session
+  that read or wrote the file names the generation it saw, and a file that holds
+  another one (another session saved meanwhile, even one that has exited since) is
+  refused the same way. A session that never read or wrote the file replaces what it
+  holds, as a save always has, when no live process holds the lock.
+- **Damage or trouble**: a failure that is not the file's fault (the disk is full, an I/O
+  error, a lock held past the timeout; see :func:`dagctx._sqlite.is_damage`) raises
+  :class:`~dagctx.errors.SessionFileUnavailableError`, so that a caller never mistakes a
+  good file for a bad one. A write that fails on a file it created removes it again
+  (with its journal files): a failed first save leaves no empty file behind.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
+import threading
+import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dagctx import _sqlite
 from dagctx._json import decode_json, dump_json
-from dagctx.errors import CheckpointError
+from dagctx.errors import CheckpointError, SessionConflictError, SessionFileUnavailableError
 from dagctx.nodes.base import Trace
 
 SESSION_SCHEMA = 2
@@ -101,7 +122,11 @@ class TraceRows:
 
 @dataclass(slots=True)
 class SessionData:
-    """The rows of a session file, decoded from (or ready to encode into) JSON."""
+    """The rows of a session file, decoded from (or ready to encode into) JSON.
+
+    ``generation`` is the file's generation when read (``""`` for a file written before
+    generations); it is not part of what a write writes.
+    """
 
     info: dict[str, Any]
     nodes: list[tuple[int, bool, int, float | None, dict[str, Any]]]
@@ -110,6 +135,7 @@ class SessionData:
     checkpoints: list[tuple[str, dict[str, Any]]]
     traces: TraceRows
     context_checkpoints: list[dict[str, Any]]
+    generation: str = ""
 
 
 _LAYOUT = _sqlite.Layout(
@@ -136,34 +162,178 @@ def _open(path: Path, action: str, *, create: bool) -> Iterator[sqlite3.Connecti
         yield conn
     # UnicodeDecodeError: bad text bytes in a damaged file; OverflowError: an int past
     # SQLite's 64 bits (only a tampered session counts that far).
-    except (sqlite3.Error, UnicodeDecodeError, OverflowError) as exc:
+    except sqlite3.Error as exc:
+        message = f"cannot {action} session file {where}: {exc}"
+        if _sqlite.is_damage(exc):
+            raise CheckpointError(message, value=path) from exc
+        raise SessionFileUnavailableError(
+            f"{message}; the file was left as it was", value=path
+        ) from exc
+    except (UnicodeDecodeError, OverflowError) as exc:
         raise CheckpointError(f"cannot {action} session file {where}: {exc}", value=path) from exc
     finally:
         conn.close()
 
 
-def write_session_file(path: Path, data: SessionData) -> None:
-    """Replace the session saved in ``path`` with ``data`` in one transaction.
+def write_session_file(
+    path: Path, data: SessionData, expected: str | None, *, owner: object
+) -> str:
+    """Replace the session saved in ``path`` with ``data`` in one transaction, taking the
+    file's writer lock for ``owner`` (a session); return the new generation.
+
+    ``expected`` is the generation ``owner`` last read or wrote there (None: it never
+    did); the file must hold no session, or one of that generation (module docstring).
 
     Raises:
+        SessionConflictError: another process holds the writer lock, or the file holds a
+            session of another generation than ``expected`` (nothing is written).
+        SessionFileUnavailableError: the disk is full, an I/O error, ... (the file is as
+            it was; a file this call created is removed).
         CheckpointError: the file cannot be written, is not SQLite, or holds another
             session schema (nothing is written then).
     """
     rows = _encode(data)
+    generation = uuid.uuid4().hex
+    rows["session_info"].append(("generation", _json(generation, "generation")))
+    try:
+        existed = path.exists()
+    except (OSError, ValueError):  # _open reports it
+        existed = True
+    try:
+        _write(path, rows, data.traces, expected, owner)
+    except BaseException:
+        if not existed:
+            _remove_if_empty(path)
+        raise
+    return generation
+
+
+def _remove_if_empty(path: Path) -> None:
+    """Remove a database file (and its journal files) that holds nothing committed: an
+    empty main file and an empty or missing write-ahead log. A file another process
+    created and saved to meanwhile is never empty, so it stays."""
+    for name in (path.name, f"{path.name}-wal"):
+        try:
+            if path.with_name(name).stat().st_size:
+                return
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError):  # ValueError: a NUL byte (no file was made)
+            return
+    for name in (path.name, f"{path.name}-wal", f"{path.name}-shm", f"{path.name}-journal"):
+        with suppress(OSError):
+            os.unlink(path.with_name(name))
+
+
+def _write(
+    path: Path,
+    rows: dict[str, list[tuple[Any, ...]]],
+    traces: TraceRows,
+    expected: str | None,
+    owner: object,
+) -> None:
     where = repr(str(path))
     with _open(path, "write", create=True) as conn:
+        _hold(path, owner)
         _sqlite.check(conn, _LAYOUT, where)  # before the journal set-up, which writes
         _sqlite.make_durable(conn)
         with _sqlite.transaction(conn):
             _sqlite.check(conn, _LAYOUT, where)  # again under the write lock
             _sqlite.install(conn, _LAYOUT)
+            found = _generation(conn)
+            if found is not None and expected is not None and found != expected:
+                raise SessionConflictError(
+                    f"session file {where} was saved by another session since this one"
+                    " last read or wrote it;"
+                    " not overwriting it: load it to continue from it, or save this"
+                    " session to another path",
+                    value=path,
+                )
             for table in _SESSION_TABLES:
                 conn.execute(f"DELETE FROM {table}")
-            _write_traces(conn, data.traces)
+            _write_traces(conn, traces)
             for table, table_rows in rows.items():
                 if table_rows:
                     marks = ", ".join("?" * len(table_rows[0]))
                     conn.executemany(f"INSERT INTO {table} VALUES ({marks})", table_rows)
+
+
+# -- the writer lock ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Hold:
+    """This process's writer lock on one session file: the locked descriptor, the file's
+    identity, and the sessions holding it."""
+
+    fd: int
+    identity: tuple[int, int]
+    owners: set[int]
+
+
+_holds: dict[Path, _Hold] = {}
+_holds_lock = threading.Lock()
+
+
+def _hold(path: Path, owner: object) -> None:
+    """Take (or join) this process's writer lock on ``path`` for ``owner``.
+
+    Raises:
+        SessionConflictError: another process holds it.
+        OSError: the file cannot be opened.
+    """
+    key = path.resolve()
+    info = os.stat(key)
+    identity = (info.st_dev, info.st_ino)
+    with _holds_lock:
+        held = _holds.get(key)
+        if held is not None and held.identity == identity:
+            held.owners.add(id(owner))
+            return
+        if held is not None:  # the file was replaced or removed and made again: lock anew
+            os.close(held.fd)
+            del _holds[key]
+        fd = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise SessionConflictError(
+                f"session file {str(path)!r} is being written by another process (a running"
+                " dagctx watch or a program's Session); not overwriting it: stop that one,"
+                " or save this session to another path",
+                value=path,
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        _holds[key] = _Hold(fd, identity, {id(owner)})
+
+
+def release_session_file(owner: object) -> None:
+    """Give up ``owner``'s share of every writer lock; a lock no session of this process
+    holds any more is released."""
+    with _holds_lock:
+        for key, held in list(_holds.items()):
+            held.owners.discard(id(owner))
+            if not held.owners:
+                os.close(held.fd)
+                del _holds[key]
+
+
+def _generation(conn: sqlite3.Connection) -> str | None:
+    """The generation of the session the file holds: None when it holds none (a new or
+    empty file), ``""`` for one written before generations."""
+    if conn.execute("SELECT 1 FROM session_info LIMIT 1").fetchone() is None:
+        return None
+    row = conn.execute("SELECT value FROM session_info WHERE key = 'generation'").fetchone()
+    if row is None:
+        return ""
+    try:
+        value = decode_json(row[0])
+    except (TypeError, ValueError):
+        return ""
+    return value if isinstance(value, str) else ""
 
 
 def _encode(data: SessionData) -> dict[str, list[tuple[Any, ...]]]:
@@ -269,6 +439,7 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
         key: load(value, f"session_info {key!r}")
         for key, value in rows("SELECT key, value FROM session_info")
     }
+    generation = info.pop("generation", "")
     nodes = [
         (ref, bool(in_graph), seq, last_run, load(data, f"node row {ref}"))
         for ref, in_graph, seq, last_run, data in rows(
@@ -313,7 +484,15 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
                 "SELECT version, data FROM session_context_checkpoints ORDER BY version"
             )
         ],
+        generation=generation if isinstance(generation, str) else "",
     )
 
 
-__all__ = ["SESSION_SCHEMA", "SessionData", "TraceRows", "read_session_file", "write_session_file"]
+__all__ = [
+    "SESSION_SCHEMA",
+    "SessionData",
+    "TraceRows",
+    "read_session_file",
+    "release_session_file",
+    "write_session_file",
+]

@@ -34,13 +34,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import dagctx.nodes  # noqa: F401 - importing the package registers every node type
+from dagctx._fs import make_state_dir
 from dagctx._json import encode_json
 from dagctx.checkpoint import Checkpoint, CheckpointStore
 from dagctx.context import Context, ContextConfig, ContextState
-from dagctx.errors import CheckpointError, DagctxError, GraphLoadError
+from dagctx.errors import (
+    CheckpointError,
+    DagctxError,
+    GraphLoadError,
+    SessionFileUnavailableError,
+)
 from dagctx.graph import GraphData, StructureCheckpoint
 from dagctx.nodes.base import Node, NodeState
-from dagctx.session.file import SessionData, TraceRows, read_session_file, write_session_file
+from dagctx.session.file import (
+    SessionData,
+    TraceRows,
+    read_session_file,
+    release_session_file,
+    write_session_file,
+)
 
 if TYPE_CHECKING:
     from dagctx.session import Session
@@ -57,8 +69,32 @@ def save(session: Session, path: str | os.PathLike[str] | None = None) -> Path:
         CheckpointError: see :meth:`Session.save`; the file is left as it was.
     """
     target = session.root / SESSION_FILE if path is None else Path(path)
-    write_session_file(target, _dump(session))
+    if path is None:
+        _make_state_dir(target.parent)
+    key = _file_key(target)
+    if not session._file_generations:  # a new session's first save (load registers it)
+        _release_at_close(session)
+    expected = session._file_generations.get(key)
+    generation = write_session_file(target, _dump(session), expected, owner=session)
+    session._file_generations[key] = generation
     return target
+
+
+def _make_state_dir(directory: Path) -> None:
+    try:
+        make_state_dir(directory)
+    except OSError as exc:
+        raise SessionFileUnavailableError(
+            f"cannot make the state directory {str(directory)!r}: {exc}", value=directory
+        ) from exc
+
+
+def _file_key(path: Path) -> Path:
+    """The session file's identity for generation checks: its resolved path."""
+    try:
+        return path.expanduser().resolve()
+    except (OSError, RuntimeError, ValueError):  # a loop, a NUL byte: the write reports it
+        return path.absolute()
 
 
 def load(
@@ -75,7 +111,16 @@ def load(
     if path is None:
         base = Path("." if root is None else root).expanduser().resolve()
         path, root = base / SESSION_FILE, base
-    return _build(cls, read_session_file(Path(path)), root, Path(path))
+    data = read_session_file(Path(path))
+    session = _build(cls, data, root, Path(path))
+    session._file_generations[_file_key(Path(path))] = data.generation
+    _release_at_close(session)
+    return session
+
+
+def _release_at_close(session: Session) -> None:
+    """Release the session's session-file writer locks when it closes."""
+    session.on_close(lambda: release_session_file(session))
 
 
 # -- session → data --------------------------------------------------------------------------
