@@ -245,7 +245,7 @@ class TestSecondWriter:
                 library.graph.checkpoint("library-work")
                 library.save()
             assert watcher.stop() == 0
-            _wait_for(watcher.err, "was saved by another session")
+            _wait_for(watcher.err, "was saved by another process")
         finally:
             watcher.stop()
         with Session.load(saved, root=root) as after:

@@ -35,10 +35,12 @@ this module owns the layout, the schema version and the atomicity:
   :class:`~dagctx.errors.SessionConflictError`, so a second live writer (two ``dagctx
   watch``, a watcher and a library ``Session``) is told, and the first one's saves go
   on. A lock dies with its process, so a killed writer never blocks the next one.
-  Each write also records a new random ``generation`` in ``session_info``; a session
-  that read or wrote the file names the generation it saw, and a file that holds
-  another one (another session saved meanwhile, even one that has exited since) is
-  refused the same way. A session that never read or wrote the file replaces what it
+  Each write also records a new ``generation`` in ``session_info``: a random value
+  prefixed with a token of the writing process. A session that read or wrote the file
+  names the generation it saw, and a file that holds another one *written by another
+  process* (which saved meanwhile, even if it has exited since) is refused the same
+  way; within one process the program orders its own sessions' saves, and a later save
+  replaces an earlier one. A session that never read or wrote the file replaces what it
   holds, as a save always has, when no live process holds the lock.
 - **Damage or trouble**: a failure that is not the file's fault (the disk is full, an I/O
   error, a lock held past the timeout; see :func:`dagctx._sqlite.is_damage`) raises
@@ -193,7 +195,7 @@ def write_session_file(
             session schema (nothing is written then).
     """
     rows = _encode(data)
-    generation = uuid.uuid4().hex
+    generation = f"{_process_token}.{uuid.uuid4().hex}"
     rows["session_info"].append(("generation", _json(generation, "generation")))
     try:
         existed = path.exists()
@@ -241,9 +243,14 @@ def _write(
             _sqlite.check(conn, _LAYOUT, where)  # again under the write lock
             _sqlite.install(conn, _LAYOUT)
             found = _generation(conn)
-            if found is not None and expected is not None and found != expected:
+            if (
+                found is not None
+                and expected is not None
+                and found != expected
+                and not found.startswith(f"{_process_token}.")
+            ):
                 raise SessionConflictError(
-                    f"session file {where} was saved by another session since this one"
+                    f"session file {where} was saved by another process since this session"
                     " last read or wrote it;"
                     " not overwriting it: load it to continue from it, or save this"
                     " session to another path",
@@ -271,8 +278,24 @@ class _Hold:
     owners: set[int]
 
 
+_process_token = uuid.uuid4().hex
+
+
+def _after_fork() -> None:
+    """A forked child is another writer: a token of its own, and none of the parent's
+    locks (closing its copies of the descriptors leaves them with the parent)."""
+    global _process_token, _holds_lock
+    _process_token = uuid.uuid4().hex
+    _holds_lock = threading.Lock()  # a thread of the parent may have held it
+    for held in _holds.values():
+        with suppress(OSError):
+            os.close(held.fd)
+    _holds.clear()
+
+
 _holds: dict[Path, _Hold] = {}
 _holds_lock = threading.Lock()
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _hold(path: Path, owner: object) -> None:
