@@ -337,3 +337,28 @@ class TestStateDirectory:
         finally:
             assert watcher.stop() == 0
         assert (state / "session.db").is_file()  # the exit save made it again
+
+
+class TestSetAside:
+    """Item 1, the primitive: ``_fs.set_aside`` never overwrites and keeps the WAL."""
+
+    def test_the_write_ahead_log_moves_along_and_names_are_never_reused(
+        self, tmp_path: Path
+    ) -> None:
+        from dagctx._fs import set_aside
+
+        saved = tmp_path / "session.db"
+        for round_ in ("one", "two"):
+            saved.write_bytes(f"main {round_}".encode())
+            Path(f"{saved}-wal").write_bytes(f"wal {round_}".encode())
+            Path(f"{saved}-shm").write_bytes(b"shm")
+            set_aside(saved, ".unreadable")
+        assert sorted(p.name for p in tmp_path.iterdir()) == [
+            "session.db.unreadable",
+            "session.db.unreadable-wal",
+            "session.db.unreadable.2",
+            "session.db.unreadable.2-wal",
+        ]
+        assert (tmp_path / "session.db.unreadable").read_bytes() == b"main one"
+        assert (tmp_path / "session.db.unreadable-wal").read_bytes() == b"wal one"
+        assert (tmp_path / "session.db.unreadable.2-wal").read_bytes() == b"wal two"
