@@ -3,9 +3,9 @@ a real task needs? (issue 13, "Measure").
 
 Each task of ``benchmarks/relevance_tasks.json`` is a commit of a real repository: its
 message is the task, the non-test source files it modified are the truth, and its
-parent commit is the tree. For each task the parent tree is extracted (``git archive``)
-into a temporary directory and three methods are run over it at budgets of 4k, 8k, 16k
-and 32k cl100k tokens:
+parent commit is the tree. For each task the parent commit is checked out (a clone
+sharing the mirror's objects) into a temporary directory and three methods are run over
+it at budgets of 4k, 8k, 16k and 32k cl100k tokens:
 
 - **dagctx**: a :class:`~dagctx.session.Session` over the tree, scanned as ``dagctx
   render`` does (``scan_tree``), focused on the task text when ``Session.focus`` exists,
@@ -102,17 +102,14 @@ def mirror(name: str, mirrors: Path | None, clones: Path) -> Path:
 
 @contextmanager
 def checkout(repo: Path, commit: str) -> Iterator[Path]:
-    """The tree of ``commit`` extracted into a temporary directory (removed on exit)."""
+    """A git checkout of ``commit`` in a temporary directory (removed on exit).
+
+    A clone sharing ``repo``'s objects, so that the scan sees a git repository as a user's
+    would: tracked files are kept even where a ``.gitignore`` pattern matches them.
+    """
     with tempfile.TemporaryDirectory(prefix="relbench-") as tmp:
-        archive = subprocess.Popen(
-            ["git", "--git-dir", str(repo), "archive", "--format=tar", commit],
-            stdout=subprocess.PIPE,
-        )
-        subprocess.run(["tar", "-x", "-C", tmp], stdin=archive.stdout, check=True)
-        assert archive.stdout is not None
-        archive.stdout.close()
-        if archive.wait() != 0:
-            raise SystemExit(f"git archive {commit} failed in {repo}")
+        _git("clone", "--quiet", "--shared", "--no-checkout", str(repo), tmp)
+        _git("-C", tmp, "checkout", "--quiet", "--detach", commit)
         yield Path(tmp)
 
 

