@@ -9,7 +9,10 @@
 - :func:`make_state_dir` makes a dagctx state directory (``.dagctx``) with a
   ``.gitignore`` of ``*`` in it, so ``git add``, ``git stash -u`` and ``git clean -fd``
   leave it out; it is called again before each write, so a directory that vanished is
-  made again.
+  made again. It is a real directory, never a symlink: created or opened relative to a
+  descriptor of its parent with ``O_NOFOLLOW | O_DIRECTORY``, so a ``.dagctx`` that a
+  repository ships as a symlink out of the root is refused (:class:`StateDirError`) and
+  nothing is written through it.
 - :func:`looks_binary` is the one verdict on binary content: a NUL byte in the first
   :data:`SNIFF_BYTES` bytes. :func:`is_binary_file` applies it to a file.
 - :func:`resolve_inside` decides whether a path lies inside a root (after ``..`` and every
@@ -23,6 +26,9 @@
   keep working: a path that meets one is resolved and opened again along its real path.
   (A directory *moved* out of the root while a read walks through it is not guarded
   against; that needs write access to the root itself.)
+- :func:`display_path` is how a file name is shown: bytes that are not UTF-8 (kept in a
+  ``str`` by ``surrogateescape``, as Python decodes them) shown as ``\\xNN``, so rendered
+  text is always valid UTF-8 while the name itself still opens the file.
 
 POSIX only (``dir_fd``, ``O_NOFOLLOW``, ``O_DIRECTORY``). Imports nothing of dagctx.
 """
@@ -122,17 +128,73 @@ STATE_GITIGNORE = "*\n"
 """The ``.gitignore`` :func:`make_state_dir` writes: git ignores the whole directory."""
 
 
-def make_state_dir(directory: Path) -> None:
-    """Make ``directory`` (and its parents) if missing, with a ``.gitignore`` holding
-    :data:`STATE_GITIGNORE` unless it already has one.
+STATE_DIR = ".dagctx"
+"""The name of dagctx's state directory under a root (session file, projection, locks)."""
+
+
+class StateDirError(OSError):
+    """A state directory (or a directory below it) exists but is not a real directory
+    (a symlink, a file): dagctx refuses to keep state there."""
+
+
+def make_state_dir(directory: Path, *names: str) -> Path:
+    """Make ``directory`` a real directory with a ``.gitignore`` holding
+    :data:`STATE_GITIGNORE` (unless it already has one), and the subdirectories ``names``
+    below it (``make_state_dir(root / STATE_DIR, "locks")``); return the innermost.
+
+    The parent of ``directory`` (the root) is made if missing and may be reached through
+    symlinks; ``directory`` and each of ``names`` are created if missing (mode ``0o777``
+    minus the umask) and opened relative to their parent's descriptor with
+    ``O_NOFOLLOW | O_DIRECTORY``, so a symlink among them (shipped by a repository, or
+    swapped in) is refused, never followed.
 
     Raises:
-        OSError: the directory or its ``.gitignore`` cannot be made.
+        StateDirError: one of them is a symlink or not a directory (its path, and why).
+        OSError: a directory or the ``.gitignore`` cannot be made (read-only, no
+            permission, disk full, ...).
     """
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory.parent, _ROOT_FLAGS)
+    path = directory.parent
+    try:
+        for name in (directory.name, *names):
+            path = path / name
+            with suppress(FileExistsError):
+                os.mkdir(name, dir_fd=fd)
+            try:
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                kind = "a symlink" if _is_link(name, fd) else "not a directory"
+                raise StateDirError(
+                    exc.errno,
+                    f"the state directory is {kind} (dagctx keeps its state only in a real"
+                    " directory)",
+                    str(path),
+                ) from None
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
     ignore = directory / ".gitignore"
-    if not ignore.exists():
+    if not os.path.lexists(ignore):
         write_atomic(ignore, STATE_GITIGNORE, mode=0o644)
+    return path
+
+
+def display_path(path: str) -> str:
+    """``path`` as shown in rendered text: bytes that are not UTF-8 (lone surrogates from
+    ``surrogateescape``) written as ``\\xNN``; any other text unchanged."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            raw = path.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a surrogate no decoder made: show its code point
+            return path.encode("utf-8", "backslashreplace").decode("utf-8")
+        return raw.decode("utf-8", "backslashreplace")
+    return path
 
 
 # -- binary content -----------------------------------------------------------------------
@@ -275,9 +337,12 @@ def _is_link(name: str, dir_fd: int) -> bool:
 
 __all__ = [
     "SNIFF_BYTES",
+    "STATE_DIR",
     "STATE_GITIGNORE",
     "NotRegularFileError",
     "OutsideRootError",
+    "StateDirError",
+    "display_path",
     "is_binary_file",
     "looks_binary",
     "make_state_dir",

@@ -174,7 +174,9 @@ class TokenCounter:
         """Token counts of ``texts``: in ``threads`` contiguous chunks of similar size.
 
         One task per chunk (not per text) keeps the threads in tiktoken's native code
-        instead of contending for the interpreter between small tasks.
+        instead of contending for the interpreter between small tasks. An exception in
+        the calling thread (Ctrl-C) stops the chunks after the text each one is encoding,
+        so it propagates within one text's encoding time, not the whole batch's.
         """
         encode = self.encoding.encode_ordinary
         total = sum(map(len, texts))
@@ -189,11 +191,22 @@ class TokenCounter:
             chunks[-1].append(text)
             size += len(text)
 
+        stop = threading.Event()
+
         def run(chunk: list[str]) -> list[int]:
-            return [len(encode(t)) for t in chunk]
+            counts = []
+            for text in chunk:
+                if stop.is_set():  # the caller was interrupted: finish the current text only
+                    break
+                counts.append(len(encode(text)))
+            return counts
 
         with ThreadPoolExecutor(len(chunks)) as pool:
-            return [n for counts in pool.map(run, chunks) for n in counts]
+            try:
+                return [n for counts in pool.map(run, chunks) for n in counts]
+            except BaseException:  # Ctrl-C: leaving the pool must not wait for every chunk
+                stop.set()
+                raise
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """Return the longest prefix of ``text`` whose tokens fit in ``max_tokens``."""

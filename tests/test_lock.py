@@ -3,10 +3,13 @@ at the next tick, release, session close, dead holders, rendering and serializat
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -196,6 +199,67 @@ class TestBetweenProcesses:
         started = time.monotonic()
         lock = session.wait(session.lock("shared.txt", timeout=10), timeout=20)
         assert lock.status == "acquired" and time.monotonic() - started < 5
+
+
+class TestLostLock:
+    """Issue 14 item 8: ``git clean -fdx`` takes ``.dagctx/locks`` away while a lock is held;
+    a second process then locks a new file on the same path. The first holder is told."""
+
+    def _hold_elsewhere(self, root: Path) -> subprocess.Popen[str]:
+        holder = worker("hold", str(root))
+        assert holder.stdout is not None
+        status, _ = holder.stdout.readline().split()
+        assert status == "acquired"  # a second process holds "the same" lock now
+        return holder
+
+    @pytest.mark.parametrize("attack", ["delete the folder", "replace the file"])
+    def test_a_held_lock_whose_file_went_is_lost(
+        self, session: Session, tmp_path: Path, attack: str
+    ) -> None:
+        lock = session.wait(session.lock("shared.txt", timeout=5), timeout=10)
+        assert lock.status == "acquired"
+        lock_file = Path(lock.lock_file)
+        if attack == "delete the folder":
+            shutil.rmtree(tmp_path / ".dagctx" / "locks")
+        else:
+            replacement = lock_file.with_name("new.tmp")
+            replacement.write_text("")
+            os.replace(replacement, lock_file)
+        holder = self._hold_elsewhere(tmp_path)
+        try:
+            session.tick()
+            assert lock.status == "lost" and not lock.held
+            assert "deleted" in (lock.error or "") or "replaced" in (lock.error or "")
+            assert "lost (its lock file" in lock.render(NodeState.DETAILS)
+            assert "- lock shared.txt: lost" in session.project().text
+            assert session.release(lock) is False and lock.status == "lost"
+        finally:
+            holder.send_signal(signal.SIGKILL)
+            holder.wait(timeout=10)
+
+    def test_a_sound_lock_stays_acquired_across_ticks(self, session: Session) -> None:
+        lock = session.wait(session.lock("shared.txt", timeout=5), timeout=10)
+        for _ in range(3):
+            session.tick()
+        assert lock.status == "acquired"
+
+    def test_a_waiter_never_wins_a_file_that_was_deleted(self, tmp_path: Path) -> None:
+        path = tmp_path / "x.lock"
+        first, waiter, newcomer = LockHandle(path), LockHandle(path), LockHandle(path)
+        assert first.acquire(1).status == "acquired"
+        outcome: list[LockOutcome] = []
+        thread = threading.Thread(target=lambda: outcome.append(waiter.acquire(10)))
+        thread.start()
+        time.sleep(0.2)  # the waiter has opened the first file and waits on it
+        path.unlink()
+        assert newcomer.acquire(1).status == "acquired"  # locks a new file at the path
+        first.release()  # the waiter may win the old file now: it must not count
+        time.sleep(0.3)
+        assert not outcome and not waiter.held
+        newcomer.release()
+        thread.join(10)
+        assert outcome[0].status == "acquired" and waiter.lost() is None
+        waiter.release()
 
 
 class TestHandle:

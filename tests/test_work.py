@@ -355,13 +355,14 @@ class TestSerialization:
 class Agent:
     """A work_agent.py process driven line by line."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, str(AGENT_SCRIPT), *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             bufsize=1,
+            env=None if env is None else {**os.environ, **env},
         )
 
     def read(self) -> str:
@@ -441,3 +442,75 @@ class TestProcesses:
             for agent in agents:
                 agent.stop()
         assert a.work_list() == []
+
+
+class TestStoreIdentityAndClock:
+    """Issue 14 item 9: a deleted or replaced store must not split the agents into groups,
+    and a wall-clock step must not purge live claims."""
+
+    @pytest.mark.parametrize("attack", ["delete", "replace"])
+    def test_agents_on_a_deleted_or_replaced_store_still_see_each_other(
+        self, root: Path, a: Session, attack: str
+    ) -> None:
+        mine = a.work_on("fix login", "src/auth.py")
+        store = root / ".dagctx" / "coordination.db"
+        for path in store.parent.glob("coordination.db*"):
+            path.unlink()  # git clean -fdx, or rm -rf .dagctx/coordination.db*
+        if attack == "replace":
+            other = root / "other.db"
+            with sqlite3.connect(other) as conn:
+                conn.execute("CREATE TABLE dagctx_meta (key TEXT PRIMARY KEY, value TEXT)")
+            os.replace(other, store)
+        newcomer = Agent(str(root), "carol", "30", "write", "rewrite auth", "src/auth.py")
+        try:
+            assert newcomer.read().startswith("ready ")  # on the file at the path now
+            a.tick()
+            assert [c.agent_name for c in mine.conflicts] == ["carol"]
+            seen = newcomer.tick()
+            assert seen["conflicts"] == [
+                {"path": "src/auth.py", "agent": "alice", "kind": "write/write"}
+            ]
+            with sqlite3.connect(store) as conn:
+                names = {row[0] for row in conn.execute("SELECT agent_name FROM claims")}
+            assert names == {"alice", "carol"}
+        finally:
+            newcomer.stop()
+
+    def test_a_wall_clock_step_does_not_purge_live_claims(self, root: Path, a: Session) -> None:
+        mine = a.work_on("fix login", "src/auth.py")
+        skewed = Agent(
+            str(root), "dave", "30", "write", "also auth", "src/auth.py",
+            env={"WALL_CLOCK_STEP": "61"},
+        )  # fmt: skip
+        try:
+            assert skewed.read().startswith("ready ")  # its write purged what it saw expired
+            assert [c["agent"] for c in skewed.tick()["conflicts"]] == ["alice"]
+            a.tick()
+            assert [c.agent_name for c in mine.conflicts] == ["dave"]
+            assert mine.status == "active"
+        finally:
+            skewed.stop()
+
+    def test_claims_of_another_boot_are_dropped(self, root: Path) -> None:
+        with Session(root) as s:
+            s.use_coordination(agent_name="old")
+            s.work_on("before the reboot", "src/auth.py")
+            store = root / ".dagctx" / "coordination.db"
+            with sqlite3.connect(store) as conn:
+                conn.execute("UPDATE claims_clock SET boot = 'another-boot'")
+            with Session(root) as later:
+                assert later.work_list() == []
+
+    def test_wall_clock_deadlines_of_an_older_store_keep_the_time_they_had_left(
+        self, root: Path
+    ) -> None:
+        with Session(root) as s:
+            s.use_coordination(agent_name="old", stale_after=30)
+            s.work_on("before the upgrade", "src/auth.py")
+            store = root / ".dagctx" / "coordination.db"
+            with sqlite3.connect(store) as conn:  # as a dagctx with wall-clock deadlines
+                conn.execute("DROP TABLE claims_clock")
+                conn.execute("UPDATE claims SET expires_at = ?", (time.time() + 20,))
+            with Session(root) as later:
+                (claim,) = later.work_list()
+                assert 19 < claim.expires_at - time.monotonic() <= 20

@@ -9,6 +9,9 @@ command read from stdin:
 - ``done``: release the claim; prints ``ok``;
 - ``quit``: close the session (releasing its claims) and exit.
 
+With ``WALL_CLOCK_STEP=SECONDS`` in the environment, the process's wall clock
+(``time.time``) runs that far ahead: a wall-clock step, as NTP or an admin makes one.
+
 ``python work_agent.py --hammer ROOT NAME ROUNDS`` writes as fast as it can instead: each
 round claims a file, updates it, ticks, and releases every other claim; it prints
 ``live N`` (its claims still held) and waits for ``quit``.
@@ -17,7 +20,9 @@ round claims a file, updates it, ticks, and releases every other claim; it print
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 
 from dagctx.nodes.work import WorkNode
 from dagctx.session import Session
@@ -75,6 +80,9 @@ def hammer(root: str, name: str, rounds: int) -> None:
 
 
 if __name__ == "__main__":
+    if step := float(os.environ.get("WALL_CLOCK_STEP", "0")):
+        wall_clock = time.time
+        time.time = lambda: wall_clock() + step
     if sys.argv[1] == "--hammer":
         hammer(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:

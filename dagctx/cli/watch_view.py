@@ -6,7 +6,10 @@ temporary file in the same directory, fsynced, then renamed) to ``--out`` (defau
 and the explain table), so a reader never sees a half-written file. On a terminal the
 first scan of a large tree shows a progress bar and the status is a rich ``Live`` panel;
 otherwise each tick is one plain log line. Ctrl-C (or SIGTERM) stops cleanly with exit
-status 0 and no temporary files.
+status 0 and no temporary files, within a fraction of a second even during the first scan
+of a large tree (:class:`CtrlC`: until the first tick is done Ctrl-C raises where the main
+thread is; token counting stops between texts); a session whose first tick did not
+complete is not saved.
 
 The session is saved to ``PATH/.dagctx/session.db`` (every few seconds and at exit), and a
 later ``dagctx watch`` on the same tree resumes it: node ids and states, checkpoints and
@@ -22,6 +25,11 @@ stop when a write fails (disk full: the last good projection stays, the failure 
 reported, and the next tick tries again). ``PATH/.dagctx`` holds a ``.gitignore`` of
 ``*``, and is made again before a write if it vanished (``git clean -fdx``).
 
+``PATH/.dagctx`` must be a real directory inside PATH (a symlink there is refused, see
+:func:`dagctx._fs.make_state_dir`). When nothing can be written under PATH (read-only),
+the state goes to a directory of its own under ``$XDG_STATE_HOME/dagctx`` instead, and
+the first line on stderr says where (:func:`state_location`).
+
 File tracking lives in :mod:`dagctx.watch.loop`; this module only renders and writes.
 """
 
@@ -29,14 +37,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
+import hashlib
 import json
+import os
 import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
-from contextlib import aclosing, suppress
+from collections.abc import Callable, Iterator
+from contextlib import aclosing, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console, RenderableType
@@ -46,7 +59,14 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
-from dagctx._fs import make_state_dir, set_aside, write_atomic
+from dagctx._fs import (
+    STATE_DIR,
+    StateDirError,
+    display_path,
+    make_state_dir,
+    set_aside,
+    write_atomic,
+)
 from dagctx.errors import CheckpointError, PathError, SessionFileUnavailableError
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
@@ -55,7 +75,6 @@ from dagctx.watch.tracker import TreeTracker
 if TYPE_CHECKING:
     from dagctx.session import Session, TickResult
 
-STATE_DIR = ".dagctx"
 #: A scan still running after this many seconds gets a progress bar (a "large tree").
 LARGE_SCAN_SECONDS = 0.3
 #: Seconds between two saves of the session while watching (it is also saved at exit).
@@ -94,16 +113,17 @@ class Outputs:
     written: tuple[Path, ...] = ()
 
     @classmethod
-    def for_session(cls, session: Session, out: str | None) -> Outputs:
-        """The output paths (``out`` or the default under the root), directories made,
-        ``out`` recorded as dagctx's.
+    def for_session(cls, session: Session, out: str | None, state: Path | None = None) -> Outputs:
+        """The output paths (``out`` or the default in ``state``, by default the root's
+        ``.dagctx``), directories made (:func:`dagctx._fs.make_state_dir`: never through
+        a symlink), ``out`` recorded as dagctx's.
 
         Raises:
             PathError: ``out`` is a directory, or a file with content that dagctx did
                 not write.
-            OSError: the state directory cannot be made.
+            OSError: the state directory is a symlink or cannot be made.
         """
-        state = session.root / STATE_DIR
+        state = state or session.root / STATE_DIR
         markdown = Path(out).expanduser().resolve() if out else state / "projection.md"
         if markdown.is_dir():
             raise PathError(f"--out {out!r} is a directory; give a file path", path=out)
@@ -311,26 +331,40 @@ class SessionSaver:
     """Saves the session to ``PATH/.dagctx/session.db``: at most every
     :data:`SAVE_INTERVAL` seconds while watching (a save costs a full write) and at exit.
     A failed save is reported once and does not stop the watch. ``off`` (a reason,
-    already reported) turns saving off."""
+    already reported) turns saving off; ``path`` is the file (default: the session's)."""
 
     def __init__(
-        self, session: Session, notice: Callable[[str], None], off: str | None = None
+        self,
+        session: Session,
+        notice: Callable[[str], None],
+        off: str | None = None,
+        path: Path | None = None,
     ) -> None:
         self.session = session
         self.notice = notice
         self.off = off
+        self.path = path
         self._last = time.monotonic()
         self._reported = False
+        #: Whether a tick of this run completed (before that, Ctrl-C may have cut the
+        #: first scan short: such a graph is not saved; the next run scans again).
+        self.ticked = False
 
     def save_if_due(self) -> None:
+        self.ticked = True
         if time.monotonic() - self._last >= SAVE_INTERVAL:
+            self.save()
+
+    def save_at_exit(self) -> None:
+        """Save, if a tick of this run completed."""
+        if self.ticked:
             self.save()
 
     def save(self) -> None:
         if self.off is not None:
             return
         try:
-            self.session.save()
+            self.session.save(self.path)
         except CheckpointError as exc:
             if not self._reported:
                 self.notice(f"dagctx watch: the session is not saved: {exc}")
@@ -338,11 +372,48 @@ class SessionSaver:
         self._last = time.monotonic()
 
 
+def state_location(path: str, notice: Callable[[str], None]) -> Path | None:
+    """Where ``dagctx watch`` keeps its state for the tree ``path``: its ``.dagctx``
+    (:func:`dagctx._fs.make_state_dir`), or, when nothing can be written under ``path`` (a
+    read-only tree or file system), a directory of its own under ``$XDG_STATE_HOME/dagctx``
+    (default ``~/.local/state/dagctx``), which ``notice`` names. None if ``path`` is not
+    a directory (the session says so).
+
+    Raises:
+        StateDirError: ``.dagctx`` is a symlink or not a directory (never written through).
+        OSError: neither place can be written.
+    """
+    root = Path(path).expanduser().resolve()
+    if not root.is_dir():
+        return None
+    try:
+        return make_state_dir(root / STATE_DIR)
+    except StateDirError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+        digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
+        fallback = base / "dagctx" / f"{display_path(root.name) or 'root'}-{digest}"
+        make_state_dir(fallback)
+        notice(
+            f"dagctx watch: cannot write under {display_path(str(root))}"
+            f" ({exc.strerror or exc}); keeping its state in {fallback}"
+        )
+        return fallback
+
+
 def open_session(
-    path: str, budget: int, encoding: str, notice: Callable[[str], None]
+    path: str,
+    budget: int,
+    encoding: str,
+    notice: Callable[[str], None],
+    state: Path | None = None,
 ) -> tuple[Session, str | None]:
-    """Resume the session saved in ``path``'s ``.dagctx/session.db`` (node states,
-    checkpoints, turn count) with ``budget``, or start a new one; ``notice`` says which.
+    """Resume the session saved in ``state`` (default: ``path``'s ``.dagctx``) as
+    ``session.db`` (node states, checkpoints, turn count) with ``budget``, or start a new
+    one; ``notice`` says which.
 
     Returns the session and, when it must not be saved, why. A saved file that is
     damaged (or not a session of this dagctx) is moved aside to ``session.db.unreadable``
@@ -357,7 +428,7 @@ def open_session(
     from dagctx.session import Session
     from dagctx.session.store import SESSION_FILE
 
-    saved = Path(path).expanduser() / SESSION_FILE
+    saved = Path(path).expanduser() / SESSION_FILE if state is None else state / SESSION_FILE.name
     off: str | None = None
     if saved.is_file():
         try:
@@ -421,6 +492,7 @@ async def _watch(
     progress: ScanProgress,
     saver: SessionSaver,
     writes: WriteReporter,
+    ctrl_c: CtrlC,
 ) -> None:
     task = asyncio.current_task()
     if task is not None:
@@ -430,6 +502,8 @@ async def _watch(
     async with aclosing(results):
         async for result in results:
             progress.close()
+            if task is not None:
+                ctrl_c.cancel_instead(task)  # the first scan and tick are done
             try:
                 seconds = outputs.write(session, result)
             except OSError as exc:
@@ -440,6 +514,49 @@ async def _watch(
             saver.save_if_due()
 
 
+class CtrlC:
+    """The SIGINT handler of ``dagctx watch``, installed by :meth:`installed`.
+
+    Until :meth:`cancel_instead` it raises KeyboardInterrupt wherever the main thread is:
+    ``asyncio.run`` alone would only cancel the main task at its next ``await``, and the
+    first scan of a large tree and the first tick's token counting (synchronous, many
+    seconds) ran to their end first. Afterwards the watcher mostly waits on the event
+    loop, and Ctrl-C cancels the main task as ``asyncio.run`` does (a second Ctrl-C
+    raises), so no exception lands inside the loop's own machinery.
+    """
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelled = False
+
+    def cancel_instead(self, task: asyncio.Task[Any]) -> None:
+        """From now on, Ctrl-C cancels ``task`` (on its loop)."""
+        self._task = task
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        task = self._task
+        if task is None or self._cancelled or task.done():
+            raise KeyboardInterrupt
+        self._cancelled = True
+        task.get_loop().call_soon_threadsafe(task.cancel)
+
+    @contextmanager
+    def installed(self) -> Iterator[CtrlC]:
+        """Handle SIGINT while the block runs (not off the main thread, nor where SIGINT
+        is ignored). A handler other than Python's default keeps ``asyncio.run`` from
+        installing its own."""
+        if threading.current_thread() is not threading.main_thread() or signal.getsignal(
+            signal.SIGINT
+        ) in (signal.SIG_IGN, None):
+            yield self
+            return
+        previous = signal.signal(signal.SIGINT, self)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
 def run_watch(args: argparse.Namespace) -> int:
     """``dagctx watch``: see the module docstring. Returns the exit status."""
     console = Console()
@@ -448,17 +565,20 @@ def run_watch(args: argparse.Namespace) -> int:
     def notice(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    session, off = open_session(args.path, args.budget, args.encoding, notice)
-    with session:
+    state = state_location(args.path, notice)
+    session, off = open_session(args.path, args.budget, args.encoding, notice, state)
+    with CtrlC().installed() as ctrl_c, session:
         if args.focus:
             session.focus(args.focus)  # applied at the first tick
-        outputs = Outputs.for_session(session, args.out)
-        saver = SessionSaver(session, notice, off)
+        outputs = Outputs.for_session(session, args.out, state)
+        path = None if state is None else state / "session.db"
+        saver = SessionSaver(session, notice, off, path)
         try:
             if args.once:
                 TreeTracker(session, ".", ignore=outputs.paths).load(progress)
                 progress.close()
-                result = session.tick()
+                result = asyncio.run(session.atick())  # on this thread: Ctrl-C stops it
+                saver.ticked = True
                 outputs.write(session, result)
                 budget, sections = _usage(result)
                 print(f"wrote {outputs.markdown} and {outputs.json}: {budget}, {sections}")
@@ -468,13 +588,14 @@ def run_watch(args: argparse.Namespace) -> int:
                 view = LiveView(session, outputs, console)
             else:
                 view = LogView(session, outputs, lambda line: print(line, flush=True))
+            writes = WriteReporter(notice)
             try:
-                asyncio.run(_watch(session, outputs, view, progress, saver, WriteReporter(notice)))
+                asyncio.run(_watch(session, outputs, view, progress, saver, writes, ctrl_c))
             finally:
                 view.close()
         except (KeyboardInterrupt, asyncio.CancelledError):
             pass
         finally:
             progress.close()
-            saver.save()
+            saver.save_at_exit()
     return 0

@@ -14,6 +14,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
+from dagctx._fs import display_path
 from dagctx.nodes.base import Node, NodeState
 
 Summarizer = Callable[["GroupNode", Sequence[Node]], "str | Awaitable[str]"]
@@ -37,7 +38,7 @@ class GroupNode(Node):
     default_state: ClassVar[NodeState] = NodeState.SUMMARY
     default_priority: ClassVar[int] = 60
 
-    __slots__ = ("_summary", "stale", "summarizer", "title")
+    __slots__ = ("_summary", "notice", "stale", "summarizer", "title")
 
     def __init__(
         self, title: str | None = None, *, summarizer: Summarizer | None = None, **fields: Any
@@ -47,9 +48,13 @@ class GroupNode(Node):
         self.summarizer = summarizer
         self._summary: str | None = None
         self.stale = summarizer is not None
+        #: A line shown under the header (a scanned directory that could not be listed).
+        self.notice: str | None = None
 
     def label(self) -> str:
-        return self.title or self.id
+        """The title as shown (a directory's name that is not UTF-8 with ``\\xNN``
+        escapes), or the id."""
+        return display_path(self.title) if self.title else self.id
 
     def on_child_changed(self, child: Node, description: str) -> None:
         """A change below changes the SUMMARY render (and makes a custom summary stale),
@@ -79,6 +84,10 @@ class GroupNode(Node):
         return self.graph.child_count(self) if self.graph is not None else 0
 
     def render_state(self, state: NodeState) -> str:
+        text = self._render(state)
+        return text if self.notice is None else f"{text}\n{self.notice}"
+
+    def _render(self, state: NodeState) -> str:
         if state == NodeState.COLLAPSED:
             n = self._child_count()
             return f"## {self.label()} (#{self.id}, {n} children, collapsed)"
@@ -93,10 +102,15 @@ class GroupNode(Node):
         return f"## {self.label()} (#{self.id})"
 
     def data_dict(self) -> dict[str, Any]:
-        return {"title": self.title, "summary": self._summary}
+        data: dict[str, Any] = {"title": self.title, "summary": self._summary}
+        if self.notice is not None:
+            data["notice"] = self.notice
+        return data
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> GroupNode:
         group = cls(data.get("title"))
         group._summary = data.get("summary")
+        notice = data.get("notice")
+        group.notice = notice if isinstance(notice, str) else None
         return group

@@ -1,40 +1,53 @@
 """LockNode: an exclusive lock between processes on a path under the session root.
 
-The OS-level lock is a :class:`filelock.FileLock` (``flock`` on Unix, so the kernel frees
-the lock of a process that dies) on a lock file under the session's ``.dagctx/locks/``
-folder, named after the locked path (:func:`lock_file_for`). :class:`LockHandle` wraps one
-such lock so that it can be acquired on a worker thread and released from any thread,
-including while the acquisition still waits.
+The OS-level lock is an ``flock`` (so the kernel frees the lock of a process that dies)
+on a lock file under the session's ``.dagctx/locks/`` folder, named after the locked path
+(:func:`lock_file_for`). :class:`LockHandle` holds one such lock so that it can be
+acquired on a worker thread and released from any thread, including while the
+acquisition still waits.
+
+An ``flock`` belongs to a file, not to a path: once the lock file is deleted (``git clean
+-fdx`` taking ``.dagctx/locks`` away) or replaced, another process creates a new file and
+locks it while this one still holds the old one. So a lock won on a file the path no
+longer names is never reported acquired (the wait goes on with the new file), and each
+tick checks every held lock (:meth:`LockHandle.lost`): one whose file vanished or changed
+inode lets its OS lock go and its node shows ``lost``, saying why.
 
 ``Session.lock`` (:mod:`dagctx.session.jobs`) acquires in the background and queues
 :meth:`LockNode.apply_outcome`, which the next tick applies: status pending → acquired,
 timeout or error. ``Session.release`` and ``Session.close`` release the OS lock at once
 and mark the node ``released``.
+
+POSIX only (``fcntl.flock``, ``O_NOFOLLOW``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from filelock import FileLock, Timeout
-
+from dagctx._fs import STATE_DIR, make_state_dir
 from dagctx._validate import is_finite
 from dagctx.errors import LockError
 from dagctx.nodes.base import Node, NodeState
 
-LockStatus = Literal["pending", "acquired", "timeout", "released", "error"]
-LOCK_STATUSES: frozenset[str] = frozenset({"pending", "acquired", "timeout", "released", "error"})
+LockStatus = Literal["pending", "acquired", "timeout", "released", "error", "lost"]
+LOCK_STATUSES: frozenset[str] = frozenset(
+    {"pending", "acquired", "timeout", "released", "error", "lost"}
+)
 DEFAULT_TIMEOUT = 30.0
 LOCKS_DIR = Path(".dagctx") / "locks"
 POLL_SECONDS = 0.01
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -79,13 +92,20 @@ class LockHandle:
 
     A release while :meth:`acquire` still waits makes the wait give up (and, if the OS
     lock was won in the same instant, lets it go at once), so a released handle never
-    keeps the lock.
+    keeps the lock. With ``root``, the lock file's folder is made by
+    :func:`dagctx._fs.make_state_dir` (a real directory inside the root, never a symlink).
+
+    The lock belongs to one file, not to a path: a lock won on a file that the path no
+    longer names (deleted or replaced while this handle waited) is let go and the wait
+    starts again on the file the path names now; :meth:`lost` says whether a held lock's
+    file is still the one at the path.
     """
 
-    def __init__(self, lock_file: Path, poll: float = POLL_SECONDS) -> None:
+    def __init__(self, lock_file: Path, poll: float = POLL_SECONDS, *, root: Path | None = None):
         self.lock_file = lock_file
         self._poll = poll
-        self._file_lock = FileLock(lock_file, thread_local=False)
+        self._root = root
+        self._fd: int | None = None
         self._mutex = threading.Lock()
         self._state: Literal["waiting", "held", "released"] = "waiting"
 
@@ -97,34 +117,86 @@ class LockHandle:
         """Block until the lock is held, ``timeout`` seconds pass, or it is released."""
         started = time.monotonic()
         try:
-            self.lock_file.parent.mkdir(parents=True, exist_ok=True)
-            self._file_lock.acquire(
-                timeout=timeout, poll_interval=self._poll, cancel_check=self._given_up
-            )
-        except Timeout:
-            status: LockStatus = "released" if self._given_up() else "timeout"
-            return LockOutcome(status, time.monotonic() - started, time.time())
-        except (OSError, RuntimeError) as exc:
+            fd = self._wait_for_lock(started + timeout)
+        except OSError as exc:
             message = f"cannot lock {str(self.lock_file)!r}: {exc}"
             return LockOutcome("error", time.monotonic() - started, time.time(), message)
+        if fd is None:
+            status: LockStatus = "released" if self._given_up() else "timeout"
+            return LockOutcome(status, time.monotonic() - started, time.time())
         with self._mutex:
             if self._state == "released":
-                self._file_lock.release()
+                os.close(fd)  # closing the descriptor lets the flock go
                 return LockOutcome("released", time.monotonic() - started, time.time())
-            self._state = "held"
+            self._fd, self._state = fd, "held"
         return LockOutcome("acquired", time.monotonic() - started, time.time())
+
+    def _wait_for_lock(self, deadline: float) -> int | None:
+        """The descriptor of the locked file, or None (the deadline passed, or given up)."""
+        if self._root is not None:
+            make_state_dir(self._root / STATE_DIR, LOCKS_DIR.name)
+        else:
+            self.lock_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_file, _LOCK_FLAGS, 0o644)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if self._given_up() or time.monotonic() >= deadline:
+                        os.close(fd)
+                        return None
+                    time.sleep(self._poll)
+                    continue
+                if _names_file(self.lock_file, fd):
+                    return fd
+                # Won on a file the path no longer names: wait on the one it names now.
+                os.close(fd)
+                fd = os.open(self.lock_file, _LOCK_FLAGS, 0o644)
+        except BaseException:
+            with suppress(OSError):
+                os.close(fd)
+            raise
+
+    def lost(self) -> str | None:
+        """Why a held lock is lost (its file was deleted, or the path names another
+        file now: another process can lock that one), or None while it is sound."""
+        fd = self._fd
+        if self._state != "held" or fd is None:
+            return None
+        try:
+            at_path = os.stat(self.lock_file, follow_symlinks=False)
+        except FileNotFoundError:
+            return f"its lock file {str(self.lock_file)!r} was deleted"
+        except OSError:
+            return None  # cannot look (permissions): no evidence that it is lost
+        mine = os.fstat(fd)
+        if (at_path.st_dev, at_path.st_ino) != (mine.st_dev, mine.st_ino):
+            return f"its lock file {str(self.lock_file)!r} was replaced"
+        return None
 
     def release(self) -> bool:
         """Let the lock go (or stop waiting for it); return whether an OS lock was held."""
         with self._mutex:
             was, self._state = self._state, "released"
-            if was == "held":
-                self._file_lock.release()
-                return True
+            fd, self._fd = self._fd, None
+        if was == "held" and fd is not None:
+            os.close(fd)
+            return True
         return False
 
     def _given_up(self) -> bool:
         return self._state == "released"
+
+
+def _names_file(path: Path, fd: int) -> bool:
+    """Whether ``path`` (not followed) names the open file ``fd``."""
+    try:
+        at_path = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (at_path.st_dev, at_path.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 class LockNode(Node):
@@ -192,6 +264,14 @@ class LockNode(Node):
             self.released_at = outcome.at
         self.mark_changed(self._outcome())
 
+    def mark_lost(self, reason: str) -> None:
+        """The OS lock was found lost (``reason``: its file vanished or was replaced) and
+        let go: status ``lost``. Only an acquired node changes."""
+        if self.status != "acquired":
+            return
+        self.status, self.error, self.released_at = "lost", reason, time.time()
+        self.mark_changed(f"lost: {reason}")
+
     def mark_released(self, *, was_held: bool) -> None:
         """The lock was let go (``was_held``) or its wait given up: status ``released``.
         Only a pending or acquired node changes."""
@@ -214,6 +294,8 @@ class LockNode(Node):
             return f"timeout (held elsewhere for more than {_seconds(self.timeout)})"
         if self.status == "error":
             return f"error ({self.error})"
+        if self.status == "lost":
+            return f"lost ({self.error}; another process may hold it now)"
         return "released"
 
     def render_state(self, state: NodeState) -> str:

@@ -25,7 +25,14 @@ import os
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from dagctx._fs import SNIFF_BYTES, NotRegularFileError, OutsideRootError, looks_binary, open_inside
+from dagctx._fs import (
+    SNIFF_BYTES,
+    NotRegularFileError,
+    OutsideRootError,
+    display_path,
+    looks_binary,
+    open_inside,
+)
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.outline import outline
 
@@ -259,9 +266,11 @@ class TextNode(Node):
     # -- rendering --------------------------------------------------------------------
 
     def label(self) -> str:
+        """The path as shown (bytes that are not UTF-8 as ``\\xNN``), with the line range."""
+        shown = display_path(self.path)
         if self.start_line is None and self.end_line is None:
-            return self.path
-        return f"{self.path}:{self.start_line or 1}-{self.end_line or ''}"
+            return shown
+        return f"{shown}:{self.start_line or 1}-{self.end_line or ''}"
 
     def _header(self) -> str:
         return f"### {self.label()} (#{self.id})"
@@ -316,7 +325,7 @@ class TextNode(Node):
         if cut > 0:
             parts.append(
                 f"[… {cut} more lines cut to fit the budget: lines {first + keep}-"
-                f"{first + n - 1} of {self.path}]"
+                f"{first + n - 1} of {display_path(self.path)}]"
             )
         if self.notice:
             parts.append(self.notice)

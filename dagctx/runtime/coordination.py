@@ -10,6 +10,19 @@ write is one ``BEGIN IMMEDIATE`` transaction.
 Liveness: a claim carries its owner's ``ttl`` (the owner's ``stale_after``) and is live
 until ``ttl`` seconds after its last heartbeat. An expired claim is no longer listed,
 cannot be renewed by a heartbeat, and is deleted by the next write of any agent.
+Deadlines (``expires_at``) are on the host's monotonic clock (:func:`now`,
+``CLOCK_MONOTONIC``, one clock for every process of one boot), so a step of the wall clock
+(NTP, a manual change) neither purges live claims nor keeps dead ones. The file records the
+boot its deadlines belong to (table ``claims_clock``); opened in another boot, its claims
+are dropped (their owners are gone); a file that records none (written by a dagctx that
+kept wall-clock deadlines) has its deadlines moved onto the monotonic clock, each keeping
+the time it had left. ``created_at`` stays wall-clock time, for people.
+
+Identity: a store remembers which file it opened (device and inode). Before each read
+or write it checks that the path still names that file; a store deleted (``git clean``)
+or replaced meanwhile is opened again at the path (created if missing) and the live
+claims the old file held are copied over, so agents that opened the new file and agents
+that held the old one see each other again instead of splitting into groups.
 
 Two live claims of different agents *conflict* when a path of one overlaps a path of the
 other and at least one of them writes. :class:`WorkBoard` is one session's view of the
@@ -57,6 +70,7 @@ CREATE TABLE IF NOT EXISTS claims (
 );
 CREATE INDEX IF NOT EXISTS claims_by_agent ON claims (agent_id);
 CREATE INDEX IF NOT EXISTS claims_by_expiry ON claims (expires_at);
+CREATE TABLE IF NOT EXISTS claims_clock (boot TEXT NOT NULL);
 """
 _LAYOUT = _sqlite.Layout(
     component="coordination",
@@ -69,6 +83,21 @@ _LAYOUT = _sqlite.Layout(
     adopts=frozenset({"claims", "claims_by_agent", "claims_by_expiry"}),
 )
 _COLUMNS = "claim_id, agent_id, agent_name, pid, intent, mode, files, created_at, expires_at"
+
+
+def now() -> float:
+    """The clock of claim deadlines: seconds on the host's monotonic clock, which every
+    process of one boot shares and no wall-clock step moves."""
+    return time.monotonic()
+
+
+def boot_id() -> str:
+    """This boot's identity (Linux: ``/proc/sys/kernel/random/boot_id``; elsewhere the
+    wall-clock time of boot, to the minute)."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return f"boot-{round((time.time() - time.monotonic()) / 60)}"
 
 
 def agent_label(name: str | None, agent_id: str) -> str:
@@ -104,7 +133,8 @@ class Agent:
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """A live claim as stored: who, what for, which paths, in which mode, until when."""
+    """A live claim as stored: who, what for, which paths, in which mode, until when
+    (``created_at``: wall-clock time; ``expires_at``: on the :func:`now` clock)."""
 
     claim_id: str
     agent_id: str
@@ -196,6 +226,26 @@ def check_ttl(ttl: object) -> float:
     return float(ttl)
 
 
+def _adopt_clock(db: sqlite3.Connection) -> None:
+    """Make the file's deadlines this boot's :func:`now` deadlines (inside a transaction).
+
+    A file of this boot is left alone; one of another boot loses its claims (their owners
+    are gone); one with no boot recorded (a store of a dagctx that kept wall-clock
+    deadlines, or a new one) has its deadlines moved onto the monotonic clock, each
+    keeping the time it had left.
+    """
+    boot = boot_id()
+    found = db.execute("SELECT boot FROM claims_clock").fetchall()
+    if found == [(boot,)]:
+        return
+    if found:
+        db.execute("DELETE FROM claims")
+    else:
+        db.execute("UPDATE claims SET expires_at = expires_at - ? + ?", (time.time(), now()))
+    db.execute("DELETE FROM claims_clock")
+    db.execute("INSERT INTO claims_clock (boot) VALUES (?)", (boot,))
+
+
 class CoordinationStore:
     """Claims in an SQLite file shared by every agent that opens the same path.
 
@@ -213,10 +263,64 @@ class CoordinationStore:
         self, path: str | os.PathLike[str], *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     ) -> None:
         self.path = Path(path)
+        self._busy_timeout = busy_timeout
         self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = _sqlite.open_store(
-            self.path, _LAYOUT, timeout=busy_timeout, threads=True
-        )
+        self._db: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None
+        self._db = self._open()
+
+    # -- the file -----------------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        """Open the file at :attr:`path` as a store, note its identity, and drop claims
+        written in another boot. Raises CoordinationError."""
+        db = _sqlite.open_store(self.path, _LAYOUT, timeout=self._busy_timeout, threads=True)
+        try:
+            info = os.stat(self.path)
+            with _sqlite.transaction(db):
+                _adopt_clock(db)
+        except (OSError, sqlite3.Error) as exc:
+            db.close()
+            raise CoordinationError(
+                f"coordination store {str(self.path)!r}: {exc}", value=self.path
+            ) from exc
+        self._identity = (info.st_dev, info.st_ino)
+        return db
+
+    def _replaced(self) -> bool:
+        """Whether the path no longer names the file this store opened."""
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return True
+        return (info.st_dev, info.st_ino) != self._identity
+
+    def _follow_replacement(self) -> None:
+        """If the file was deleted or replaced, open the one at the path now and copy the
+        old file's live claims into it (the caller holds ``_lock``)."""
+        old = self._connection()
+        if not self._replaced():
+            return
+        try:
+            rows = old.execute(
+                f"SELECT {_COLUMNS}, ttl FROM claims WHERE expires_at > ?", (now(),)
+            ).fetchall()
+        except sqlite3.Error:
+            rows = []  # the old file is unreadable too: its owners re-claim at renewal
+        new = self._open()
+        try:
+            with _sqlite.transaction(new) as db:
+                db.executemany(
+                    f"INSERT OR IGNORE INTO claims ({_COLUMNS}, ttl) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    rows,
+                )
+        except sqlite3.Error as exc:
+            new.close()
+            raise CoordinationError(
+                f"coordination store {str(self.path)!r}: {exc}", value=self.path
+            ) from exc
+        old.close()
+        self._db = new
 
     # -- transactions -----------------------------------------------------------------
 
@@ -229,15 +333,18 @@ class CoordinationStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One immediate write transaction, committed on success, rolled back on error."""
-        with self._lock, _sqlite.transaction(self._connection()) as db:
-            yield db
+        """One immediate write transaction (on the file at the path now), committed on
+        success, rolled back on error."""
+        with self._lock:
+            self._follow_replacement()
+            with _sqlite.transaction(self._connection()) as db:
+                yield db
 
     def _run_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` in one write transaction that also purges expired claims."""
         try:
             with self._write() as db:
-                db.execute("DELETE FROM claims WHERE expires_at <= ?", (time.time(),))
+                db.execute("DELETE FROM claims WHERE expires_at <= ?", (now(),))
                 return work(db)
         except sqlite3.Error as exc:
             raise CoordinationError(
@@ -283,16 +390,16 @@ class CoordinationStore:
 
         Expired claims are not renewed (they are gone once any agent writes).
         """
-        now = time.time()
+        at = now()
 
         def renew(db: sqlite3.Connection) -> frozenset[str]:
             db.execute(
                 "UPDATE claims SET expires_at = ? + ttl WHERE agent_id = ? AND expires_at > ?",
-                (now, agent_id, now),
+                (at, agent_id, at),
             )
             rows = db.execute(
                 "SELECT claim_id FROM claims WHERE agent_id = ? AND expires_at > ?",
-                (agent_id, now),
+                (agent_id, at),
             )
             return frozenset(row[0] for row in rows)
 
@@ -308,12 +415,13 @@ class CoordinationStore:
         """
         with self._lock:
             try:
+                self._follow_replacement()
                 rows = (
                     self._connection()
                     .execute(
                         f"SELECT {_COLUMNS} FROM claims WHERE expires_at > ?"
                         " ORDER BY created_at, claim_id",
-                        (time.time(),),
+                        (now(),),
                     )
                     .fetchall()
                 )
@@ -385,10 +493,9 @@ class WorkBoard:
             CoordinationError: an empty intent, a bad mode or a relative path.
         """
         check_claim_fields(intent, files, mode)
-        now = time.time()
         return Claim(
             claim_id or uuid.uuid4().hex, self.agent.id, self.agent.name, self.agent.pid,
-            intent, mode, tuple(dict.fromkeys(files)), now, now + self.stale_after,
+            intent, mode, tuple(dict.fromkeys(files)), time.time(), now() + self.stale_after,
         )  # fmt: skip
 
     def put(self, claim: Claim) -> None:

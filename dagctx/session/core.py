@@ -9,7 +9,8 @@ The verb mixins of :mod:`dagctx.session` derive from it, and
 locks, MCP, file watching) only queues results, which the next tick applies. ``tick``
 runs, in order:
 
-1. apply queued background results and pending file changes;
+1. apply queued background results and pending file changes; mark held locks whose
+   lock file vanished or was replaced as lost;
 2. recompute each running node whose frequency is due;
 3. collect the traces of this turn;
 4. notify ancestors (each once per tick, children first) and refresh stale summaries;
@@ -420,6 +421,7 @@ class SessionCore:
         started = time.perf_counter()
         with self.graph.batch():
             recomputed = self._apply_intake()
+            self._jobs.check_locks()
             recomputed += self._recompute_due(time.time())
         await self._refresh_summaries()
         self.turn += 1

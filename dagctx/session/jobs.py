@@ -134,7 +134,7 @@ class JobVerbs(SessionCore):
         node = LockNode(relative, lock_file=lock_file, timeout=seconds, state=state,
                         priority=priority)  # fmt: skip
         self.add(node, parent=parent)
-        self._jobs.start_lock(node, lock_file)
+        self._jobs.start_lock(node, lock_file, self.root)
         return node
 
     def release(self, lock: LockNode | str) -> bool:

@@ -19,6 +19,7 @@ import os
 import weakref
 from collections.abc import Callable, Iterable
 
+from dagctx._fs import STATE_DIR, make_state_dir
 from dagctx.errors import (
     CoordinationError,
     ForeignWorkError,
@@ -39,7 +40,7 @@ from dagctx.runtime.coordination import (
 )
 from dagctx.session.core import SessionCore
 
-STORE_PATH = ".dagctx/coordination.db"  # under the session root
+STORE_FILE = "coordination.db"  # in the session's state directory (.dagctx)
 
 
 class WorkVerbs(SessionCore):
@@ -60,7 +61,9 @@ class WorkVerbs(SessionCore):
 
         Raises:
             CoordinationError: the session holds active claims, a bad ``stale_after`` or
-                ``agent_name``, or the store cannot be opened.
+                ``agent_name``, or the store cannot be opened (also: the default store's
+                ``.dagctx`` is a symlink or not a directory, see
+                :func:`dagctx._fs.make_state_dir`).
         """
         self._check_open()
         current = self._work.board
@@ -74,7 +77,15 @@ class WorkVerbs(SessionCore):
         agent = Agent.new(agent_name)
         if path is not None and not isinstance(path, str | os.PathLike):
             raise CoordinationError(f"a store path must be a path, got {path!r}", value=path)
-        target = self.root / (STORE_PATH if path is None else os.fspath(path))
+        if path is None:
+            try:
+                target = make_state_dir(self.root / STATE_DIR) / STORE_FILE
+            except OSError as exc:
+                raise CoordinationError(
+                    f"cannot open the coordination store: {exc}", value=exc.filename
+                ) from exc
+        else:
+            target = self.root / os.fspath(path)
         store = CoordinationStore(target)
         board = WorkBoard(store, agent, stale_after=stale_after, tick_of=_turn_of(self))
         self._work.replace(board)

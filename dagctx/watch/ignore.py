@@ -169,6 +169,8 @@ class TreeFilter:
         self._exclude: _IgnoreFile | None = None
         self._chains: dict[str, tuple[_IgnoreFile, ...]] = {}
         self._states: dict[str, _Dir] = {}
+        #: Directories the last walk through them could not list: path -> why.
+        self.unreadable: dict[str, str] = {}
         self.reload_rules()
         self.reload_index()
 
@@ -258,7 +260,7 @@ class TreeFilter:
                 if (
                     parent is _Dir.PRUNED
                     or name in ALWAYS_SKIPPED
-                    or (self.root / rel / "pyvenv.cfg").exists()
+                    or _has_venv_marker(self.root / rel)
                 ):
                     state = _Dir.PRUNED
                 elif parent is _Dir.OPEN and not self.ignored(rel, True):
@@ -327,15 +329,21 @@ class TreeFilter:
     def walk(self, start: Path) -> Iterator[tuple[str, bool]]:
         """Yield (root-relative posix path, is_dir) for every entry taken in under
         ``start`` (a directory under the root): a directory's files, then its
-        subdirectories, then theirs, each level in sorted order."""
+        subdirectories, then theirs, each level in sorted order. A directory that cannot
+        be listed (no permission) is yielded but not entered, and recorded in
+        :attr:`unreadable` with the reason (a later walk that lists it removes it)."""
         rel_start = "" if start == self.root else start.relative_to(self.root).as_posix()
         stack: list[tuple[str, str]] = [(str(start), rel_start)]
         while stack:
             directory, rel_dir = stack.pop()
             try:
                 entries = sorted(os.scandir(directory), key=lambda e: e.name)
-            except OSError:
+            except FileNotFoundError:
+                continue  # gone meanwhile: the watcher's events say so
+            except OSError as exc:
+                self.unreadable[rel_dir] = exc.strerror or str(exc)
                 continue
+            self.unreadable.pop(rel_dir, None)
             subdirs = []
             state = self._state(rel_dir)
             for entry in entries:
@@ -353,6 +361,16 @@ class TreeFilter:
             stack.extend(reversed(subdirs))
             for _path, rel in subdirs:
                 yield rel, True
+
+
+def _has_venv_marker(directory: Path) -> bool:
+    """Whether ``directory`` holds ``pyvenv.cfg`` (a directory that cannot be searched
+    holds none that counts: the walk cannot list it either)."""
+    try:
+        os.stat(directory / "pyvenv.cfg")
+    except OSError:
+        return False
+    return True
 
 
 def _below(directory: Path, root: Path) -> str:

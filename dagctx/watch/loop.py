@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import suppress
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 from dagctx._validate import is_int
 from dagctx.errors import ArgumentError, WatchError
@@ -35,48 +35,91 @@ DEFAULT_DEBOUNCE_MS = 1_600
 DEFAULT_STEP_MS = 30
 
 
+#: Seconds between two restarts of a watcher that failed on a name that is not UTF-8.
+RESTART_DELAY = 0.3
+#: Seconds after such a restart when the tree is surveyed again (the new watcher does not
+#: report what changed while it was starting).
+RESURVEY_AGAIN = 2.0
+
+
+class _Resurvey:
+    """Queued when the watcher dropped a batch (a name it could not decode): the next
+    tick compares the whole tree with the disk instead."""
+
+
+_RESURVEY = _Resurvey()
+_Item: TypeAlias = "set[FileChange] | BaseException | _Resurvey | None"
+
+
+def _undecodable_name(exc: BaseException) -> bool:
+    """Whether ``exc`` is watchfiles failing on a file name that is not UTF-8 (its Rust
+    side cannot hand such a name to Python; anyio wraps the error in a group)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_undecodable_name(inner) for inner in exc.exceptions)
+    return type(exc).__name__ == "WatchfilesRustInternalError" and "decode path" in str(exc)
+
+
 async def _pump(
     directory: Path,
     tracker: TreeTracker,
-    batches: asyncio.Queue[set[FileChange] | BaseException | None],
+    batches: asyncio.Queue[_Item],
     stop: asyncio.Event,
     debounce_ms: int,
     step_ms: int,
 ) -> None:
-    """Feed awatch's batches into ``batches``; end with None, or with the error."""
+    """Feed awatch's batches into ``batches``; end with None, or with the error.
+
+    watchfiles fails on a file name that is not UTF-8 (an event on one, or, with OS
+    notifications, merely a directory with one in the tree). Then the batch is lost:
+    :data:`_RESURVEY` is queued (now, and :data:`RESURVEY_AGAIN` seconds later, for what
+    changed while the watcher restarted) and the watcher restarts, polling from then on
+    (the polling watcher starts on such a tree and fails only on events on such names).
+    """
     from watchfiles import awatch  # here: `import dagctx` stays light
 
-    try:
-        async for changes in awatch(
-            directory,
-            watch_filter=tracker.watch_filter,
-            debounce=debounce_ms,
-            step=step_ms,
-            stop_event=stop,
-        ):
-            batches.put_nowait(changes)
-    except Exception as exc:
-        batches.put_nowait(exc)
-    else:
-        batches.put_nowait(None)
+    polling = False
+    while True:
+        try:
+            async for changes in awatch(
+                directory,
+                watch_filter=tracker.watch_filter,
+                debounce=debounce_ms,
+                step=step_ms,
+                stop_event=stop,
+                force_polling=polling or None,
+                ignore_permission_denied=True,  # the scan reports what it cannot read
+            ):
+                batches.put_nowait(changes)
+        except Exception as exc:
+            if not _undecodable_name(exc):
+                batches.put_nowait(exc)
+                return
+            batches.put_nowait(_RESURVEY)
+            # What changes while the new watcher starts is not reported: look again later.
+            asyncio.get_running_loop().call_later(RESURVEY_AGAIN, batches.put_nowait, _RESURVEY)
+            polling = True
+            await asyncio.sleep(RESTART_DELAY)
+        else:
+            batches.put_nowait(None)
+            return
 
 
-async def _next_batch(
-    batches: asyncio.Queue[set[FileChange] | BaseException | None],
-) -> set[FileChange] | None:
-    """The next batch, merged with every batch already waiting (one tick for all);
-    None once the watcher stopped.
+async def _next_batch(batches: asyncio.Queue[_Item]) -> tuple[set[FileChange], bool] | None:
+    """The next batch, merged with every batch already waiting (one tick for all), and
+    whether the whole tree must be re-surveyed (a batch was lost); None once the watcher
+    stopped.
 
     Raises:
         WatchError: the watcher failed (e.g. the OS limit of watched directories).
     """
     merged: set[FileChange] = set()
+    resurvey = False
     item = await batches.get()
     while True:
         if item is None or isinstance(item, BaseException):
-            if merged:  # apply what came first; the end comes with the next call
+            if merged or resurvey:  # apply what came first; the end comes with the next call
                 batches.put_nowait(item)
-                return merged
+                return merged, resurvey
             if item is None:
                 return None
             raise WatchError(
@@ -84,9 +127,12 @@ async def _next_batch(
                 " or set WATCHFILES_FORCE_POLLING=1)",
                 value=item,
             ) from item
-        merged |= item
+        if isinstance(item, _Resurvey):
+            resurvey = True
+        else:
+            merged |= item
         if batches.empty():
-            return merged
+            return merged, resurvey
         item = batches.get_nowait()
 
 
@@ -126,7 +172,7 @@ class WatchVerbs:
                 )
         session = cast("Session", self)
         tracker = TreeTracker(session, path, ignore=ignore)
-        batches: asyncio.Queue[set[FileChange] | BaseException | None] = asyncio.Queue()
+        batches: asyncio.Queue[_Item] = asyncio.Queue()
         stop = asyncio.Event()
         pump = asyncio.create_task(
             _pump(tracker.directory, tracker, batches, stop, debounce_ms, step_ms)
@@ -141,10 +187,10 @@ class WatchVerbs:
                 yield result
                 plan = None
                 while not plan:  # a batch that changes nothing makes no tick
-                    changes = await _next_batch(batches)
-                    if changes is None:
+                    batch = await _next_batch(batches)
+                    if batch is None:
                         return
-                    plan = tracker.plan(changes)
+                    plan = tracker.plan(*batch)
                 session.queue_result(partial(tracker.apply, plan))
         finally:
             stop.set()

@@ -2,8 +2,11 @@
 
 What the scan takes in is a :class:`~dagctx.watch.ignore.TreeFilter`'s decision (git's
 ignore rules and tracked files; ``.git``, ``.dagctx``, virtual environments and symbolic
-links skipped); it also skips binary files (a NUL byte in the first 8 KB). Entries are
-visited in sorted order, so the same tree gives the same graph.
+links skipped); it also skips binary files (a NUL byte in the first 8 KB). What cannot be
+read is reported, not skipped in silence: a file that cannot be read is a node showing
+``[file unreadable: <why>]``, and the group of a directory that cannot be listed shows
+``[directory unreadable: <why>; ...]``. Entries are visited in sorted order, so the same
+tree gives the same graph.
 """
 
 from __future__ import annotations
@@ -21,8 +24,14 @@ from dagctx.watch.ignore import TreeFilter
 if TYPE_CHECKING:
     from dagctx.session import Session
 
-# Placeholders of files the scan leaves out (binary, unreadable or vanished meanwhile).
-_NOT_TEXT = ("[binary file", "[file unreadable", "[file deleted]")
+# Placeholders of files the scan leaves out (binary, or vanished meanwhile). A file that
+# cannot be read is kept: its placeholder names it and says why.
+NOT_TEXT = ("[binary file", "[file deleted]")
+
+
+def unreadable_notice(reason: str) -> str:
+    """What the group of a directory that cannot be listed shows under its header."""
+    return f"[directory unreadable: {reason}; its files are not shown]"
 
 
 def scan_tree(
@@ -68,7 +77,7 @@ def scan_tree(
                 continue
             # The node's own read tells binary and unreadable files (which are skipped).
             node = TextNode(rel_path, root=session.root, frequency=never)
-            if node.placeholder is not None and node.placeholder.startswith(_NOT_TEXT):
+            if node.placeholder is not None and node.placeholder.startswith(NOT_TEXT):
                 continue
             session.add(node)
             members[where].append(node)
@@ -78,4 +87,7 @@ def scan_tree(
         for where, kids in members.items():
             if kids:
                 graph.extend(groups[where], kids)
+        for where, reason in keep.unreadable.items():
+            if where in groups:
+                groups[where].notice = unreadable_notice(reason)
     return top

@@ -40,13 +40,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dagctx._fs import is_binary_file
+from dagctx._fs import display_path
 from dagctx.errors import PathError
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
 from dagctx.watch.ignore import TreeFilter
-from dagctx.watch.scan import scan_tree
+from dagctx.watch.scan import NOT_TEXT, scan_tree
 
 if TYPE_CHECKING:
     from watchfiles import Change
@@ -207,12 +207,13 @@ class TreeTracker:
 
     # -- turning events into a change set ---------------------------------------------
 
-    def plan(self, changes: Iterable[FileChange]) -> ChangeSet:
+    def plan(self, changes: Iterable[FileChange], resurvey: bool = False) -> ChangeSet:
         """Decide, from the disk as it is now, what a batch of events changes (reads
-        files, changes no node: :meth:`apply` does that, inside the next tick)."""
+        files, changes no node: :meth:`apply` does that, inside the next tick);
+        ``resurvey`` compares the whole tree with the disk (events were lost)."""
         keep = self.filter
         rels: set[str] = set()
-        surveys: set[str] = set()
+        surveys: set[str] = {self.top} if resurvey else set()
         index_changed = False
         for _, path in changes:
             if keep.index_path is not None and Path(path) == keep.index_path:
@@ -277,8 +278,8 @@ class TreeTracker:
     def _add_candidate(self, rel: str, plan: ChangeSet) -> None:
         if rel in plan.created or rel in self.files:
             return
-        if not is_binary_file(self.session.root / rel):
-            node = TextNode(rel, root=self.session.root, frequency=TickFrequency.never())
+        node = TextNode(rel, root=self.session.root, frequency=TickFrequency.never())
+        if node.placeholder is None or not node.placeholder.startswith(NOT_TEXT):
             plan.created[rel] = node
 
     def _survey(self, rel_dir: str, plan: ChangeSet) -> None:
@@ -438,6 +439,6 @@ class TreeTracker:
             self.session.add(node)
             for parent, index in links:
                 self.session.link(parent, node, index=index)
-            node.mark_changed(f"renamed from {old}")
+            node.mark_changed(f"renamed from {display_path(old)}")
         self.session.link(new_group, tracked, index=self._position(new_group, _name(new), False))
         self.files[new] = tracked

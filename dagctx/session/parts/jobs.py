@@ -5,8 +5,10 @@
 result is applied (the node is "outstanding" until then), the cancel event of each
 command, and the OS lock of each lock node. A finished task only puts its result in the
 :class:`~.intake.Intake`; applying it (next tick or ``wait``) changes the node and
-forgets the job. :meth:`Jobs.close` releases every lock and stops every command still
-running, waiting (a bounded time) for their process groups to be killed.
+forgets the job. Each tick :meth:`Jobs.check_locks` finds held locks whose lock file
+vanished or was replaced (another process can hold those now). :meth:`Jobs.close`
+releases every lock and stops every command still running, waiting (a bounded time)
+for their process groups to be killed.
 
 The verbs that create the nodes and wait for them are in :mod:`dagctx.session.jobs`.
 Must not import the rest of :mod:`dagctx.session` except its sibling parts.
@@ -84,10 +86,10 @@ class Jobs:
 
     # -- locks ------------------------------------------------------------------------
 
-    def start_lock(self, node: LockNode, lock_file: Path) -> None:
-        """Start waiting for the OS lock on ``lock_file`` for ``node``; the outcome goes
-        to the intake."""
-        handle = LockHandle(lock_file)
+    def start_lock(self, node: LockNode, lock_file: Path, root: Path) -> None:
+        """Start waiting for the OS lock on ``lock_file`` (under ``root``'s state
+        directory) for ``node``; the outcome goes to the intake."""
+        handle = LockHandle(lock_file, root=root)
         with self._mutex:
             self._locks[node] = handle
             self._outstanding[node] = self._runner.submit(self._acquire(node, handle))
@@ -105,6 +107,21 @@ class Jobs:
         with self._mutex:
             handle = self._locks.pop(node, None)
         return handle.release() if handle is not None else False
+
+    def check_locks(self) -> None:
+        """Let go every held lock whose file vanished or was replaced and mark its node
+        ``lost`` (:meth:`LockHandle.lost`); call it inside a tick, after the intake."""
+        with self._mutex:
+            held = [(n, h) for n, h in self._locks.items() if n.held and h.held]
+        for node, handle in held:
+            reason = handle.lost()
+            if reason is None:
+                continue
+            with self._mutex:
+                if self._locks.get(node) is handle:
+                    del self._locks[node]
+            handle.release()
+            node.mark_lost(reason)
 
     # -- outstanding results ----------------------------------------------------------
 
