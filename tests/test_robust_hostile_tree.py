@@ -86,6 +86,18 @@ def lines_of(process: subprocess.Popen[bytes]) -> queue.Queue[tuple[float, str]]
     return lines
 
 
+def interrupt(process: subprocess.Popen[bytes]) -> int:
+    """Send Ctrl-C and return the exit status; a process that does not stop in time is
+    killed (never left running) and the test fails."""
+    process.send_signal(signal.SIGINT)
+    try:
+        return process.wait(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise AssertionError("dagctx did not stop after Ctrl-C") from None
+
+
 def next_line(lines: queue.Queue[tuple[float, str]], prefix: str) -> tuple[float, str]:
     deadline = time.monotonic() + WAIT
     while True:
@@ -212,9 +224,8 @@ class TestNamesThatAreNotUtf8:
             text = (tree / ".dagctx" / "projection.md").read_text(encoding="utf-8")
             assert "return 2" in text and "### n\\xff.py" in text
         finally:
-            process.send_signal(signal.SIGINT)
-            process.wait(timeout=WAIT)
-        assert process.returncode == 0
+            code = interrupt(process)
+        assert code == 0
         assert process.stderr is not None and b"Traceback" not in process.stderr.read()
 
 
@@ -323,9 +334,8 @@ class TestUnreadableParts:
             _, line = next_line(lines, "turn ")
             assert "src/app.py: content changed" in line
         finally:
-            process.send_signal(signal.SIGINT)
-            process.wait(timeout=WAIT)
-        assert process.returncode == 0
+            code = interrupt(process)
+        assert code == 0
         assert process.stderr is not None and b"error" not in process.stderr.read()
 
     def test_a_read_only_tree_renders_and_watch_says_where_its_state_is(
