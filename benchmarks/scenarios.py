@@ -258,6 +258,35 @@ def turns(b: Bench) -> list[Row]:
     return rows
 
 
+FOCUS_TARGET_MS = 50.0
+FOCUSES = ("render the summary cache", "module 4321 entry", "graph trace version")
+
+
+def focus_changes(b: Bench) -> list[Row]:
+    """A turn after the focus changes at repo-10k (every node leveled again, the plan
+    rebuilt), and the 1-change turn while a focus is set (its BM25 moves every match)."""
+    session = b.session(3, 8_000)
+    timed: list[float] = []
+    for k in range(b.repeats):
+        session.focus(FOCUSES[k % len(FOCUSES)])
+        started = time.perf_counter()
+        session.tick()
+        timed.append(time.perf_counter() - started)
+    measured = statistics.median(timed[1:])  # the first builds the BM25 index: not timed
+    with_focus = _median_turn(b, 3, 8_000, 1, b.repeats)
+    session.focus(None)
+    session.tick()
+    return [
+        row(
+            f"turn after a focus change, repo-10k ({b.repo(3).nodes:,} nodes), 8k",
+            measured * 1000,
+            "ms",
+            target=FOCUS_TARGET_MS,
+        ),
+        row("  turn after 1 file change with a focus set, repo-10k, 8k", with_focus * 1000, "ms"),
+    ]
+
+
 def growth(b: Bench) -> list[Row]:
     """The single-change turn at 128k as the graph grows from ~1k to ~100k nodes.
 
@@ -469,4 +498,4 @@ def _standalone_nodes(repo: Repo) -> list[Any]:
     return [TextNode(rel, root=repo.root) for rel in repo.files]
 
 
-SCENARIOS = (cold_build, turns, growth, cascade, checkpoints, pressure, memory)
+SCENARIOS = (cold_build, turns, focus_changes, growth, cascade, checkpoints, pressure, memory)

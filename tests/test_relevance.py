@@ -165,7 +165,7 @@ class TestRanking:
         p = render(repo, 900, "how are checkpoints restored")
         table = p.explain()
         line = next(row for row in table.splitlines() if "pkg/checkpoint.py" in row)
-        assert "level" in line and "lexical 1.00" in line and "tier" in line
+        assert "level 179 = lexical" in line and "(bucket 8) + tier 19" in line
         assert p.scores[next(k for k, v in p.labels.items() if v == "pkg/")].inherited
         assert (
             max(s.level for s in p.scores.values())
@@ -185,14 +185,56 @@ class TestRanking:
             index = Bm25Index()
             index.update(node)
             index.update(other)
-            before = index.scores(terms("restore"))
-            assert set(before) == {other.id}
+            query = terms("restore")
+            assert index.matching(query) == {other.id}
+            assert index.score(node.id, index.weights(query)) == 0.0
+            assert 0 < index.score(other.id, index.weights(query)) <= 1
             (repo / "pkg" / "render.py").write_text("def restore():\n    pass\n")
             assert isinstance(node, TextNode) and node.recompute()
             index.update(node)
-            assert set(index.scores(terms("restore"))) == {node.id, other.id}
+            assert index.matching(query) == {node.id, other.id}
+            assert index.score(node.id, index.weights(query)) > 0
             index.remove(node.id)
-            assert set(index.scores(terms("render"))) == set()
+            assert index.matching(terms("render")) == set()
+
+
+class TestBreadthBeforeDepth:
+    def test_the_best_file_in_full_then_outlines_then_names(self, repo: Path) -> None:
+        p = render(repo, 1200, "how are checkpoints restored")
+        shown = states(p)
+        assert shown["pkg/checkpoint.py"] == NodeState.DETAILS, p.explain()
+        outlines = [k for k, v in shown.items() if v == NodeState.SUMMARY and k.endswith(".py")]
+        assert len(outlines) >= 3, p.explain()
+        assert shown["tests/test_shell.py"] == NodeState.COLLAPSED, p.explain()
+
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        sizes=st.lists(st.integers(1, 120), min_size=2, max_size=10),
+        budget=st.integers(60, 4000),
+        focus=st.sampled_from([None, "restore", "net", "restore net"]),
+    )
+    def test_no_file_is_shown_past_a_name_while_a_better_one_is_a_name(
+        self, tmp_path: Path, sizes: list[int], budget: int, focus: str | None
+    ) -> None:
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        for i, n in enumerate(sizes):
+            (root / f"f{i}.py").write_text(filler(("restore", "net", "x")[i % 3], n))
+        with Session(root, budget=budget) as s:
+            files = [s.text(f"f{i}.py") for i in range(len(sizes))]
+            if focus is not None:
+                s.focus(focus)
+            p = s.tick().projection
+            assert p.tokens <= budget
+            shown = {x.node_id: x for x in p.sections if not x.reference}
+            rank = {f.id: (p.scores[f.id].level, f.seq) for f in files}
+            names = [f.id for f in files if f.id in shown and shown[f.id].rendered_state == 1]
+            for better in names:
+                for f in files:
+                    x = shown.get(f.id)
+                    if rank[f.id] < rank[better] and x is not None and not x.cut_lines:
+                        assert x.rendered_state <= NodeState.COLLAPSED, p.explain()
 
 
 class TestCli:

@@ -18,11 +18,17 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   over the slots (:class:`~dagctx.projection._segtree.PrefixTree`): the greedy stops at the
   first step after which the total fits. Once a node is omitted or a container collapses,
   room for the "left out" footer is reserved.
-- **Fill.** Going back from the most important node, every degraded visible node is
-  upgraded one level at a time while the next level fits; a
-  :class:`~dagctx.projection._segtree.MinTree` over the upgrade cost of each slot finds the
-  next node that fits directly. Then long text nodes (most important first) are cut to the
-  whole lines that fit in what is left.
+- **Breadth before depth.** The degrade aims at :data:`FULL_SHARE` percent of the room
+  (the whole room when that share cannot hold every node as a name, or would degrade
+  the most important text node). Then, going back from the most important node,
+  degraded nodes are brought up to SUMMARY (an outline) while each fits, up to the
+  first that does not (at most :data:`MAX_OUTLINES`); then, from the most important
+  node again and no further than that one, each is upgraded as far as it fits, up to the
+  first that cannot reach its requested state. So a node is never shown at more than a
+  name while a more important one is left a name by the fill. A
+  :class:`~dagctx.projection._segtree.MinTree` over the upgrade cost of each slot finds
+  the next candidate directly. Then long text nodes (most important first) are cut to
+  the whole lines that fit in what is left.
 
 The module is long because it is one algorithm whose passes share the same state; the
 parts that stand alone live beside it (:mod:`.order`, :mod:`.segtree`, :mod:`.assembly`).
@@ -49,6 +55,9 @@ from dagctx.projection.sections import SectionCache, reference_section
 OMIT = 0  # NodeState.HIDDEN: the allocation's "left out"
 COLLAPSED, SUMMARY, DETAILS, ALL = 1, 2, 3, 4
 _UNKNOWN = -2  # a cut cost not measured yet
+FULL_SHARE = 75  # percent of the room the degrade aims at; the rest first buys outlines
+MAX_OUTLINES = 32  # nodes the outline round raises per projection
+TOP_FILE_SCAN = 4096  # slots searched from the top for the most important file
 _NOT_CUTTABLE = -1
 
 
@@ -511,11 +520,18 @@ class Allocation:
             self.total, self.triggered = self.t0, False
             return
         self.ensure_pressure()
-        stop, total, triggered = self._find_stop(room, room - reserve)
+        # Breadth before depth: degrade as far as a share of the room needs, so the
+        # rest can show the next nodes as outlines; when names alone do not fit that
+        # share (pass B would leave nodes out), degrade for the whole room instead.
+        share = room * FULL_SHARE // 100
+        stop, total, triggered = self._find_stop(share, share - reserve)
+        if stop[0] == 2 or stop[1] >= self._top_file_slot():  # keep the best file whole
+            stop, total, triggered = self._find_stop(room, room - reserve)
         self.move_to(stop)
         self.total, self.triggered = total, triggered
         avail = room - reserve if triggered else room
-        self._fill(avail)
+        low = self._fill_outlines(avail)
+        self._fill(avail, low)
         self._cut(avail)
 
     def _scan(self, i: int, pre: int, before: int, after: int) -> tuple[int, int] | None:
@@ -555,21 +571,78 @@ class Allocation:
             return (2, j + 1, 0), ta + pre + self._b_delta(self.entry_at[j]), True
         return (2, cap, 0), ta + b.total(), True
 
-    def _fill(self, avail: int) -> None:
+    def _top_file_slot(self) -> int:
+        """The slot of the most important text node that can be shown in full (looked
+        for among the last :data:`TOP_FILE_SCAN` slots; -1: none there)."""
+        entry_at, kids, requested, nodes = (
+            self.entry_at,
+            self.kids,
+            self.layout.requested,
+            self.layout.nodes,
+        )
+        for slot in range(self.cap - 1, max(-1, self.cap - 1 - TOP_FILE_SCAN), -1):
+            i = entry_at[slot]
+            if i < 0 or kids[i] or requested[i] < DETAILS:
+                continue
+            cuttable = getattr(nodes[i], "cuttable_lines", None)
+            if cuttable is not None and cuttable() > 0:
+                return slot
+        return -1
+
+    def _raise(self, i: int, target: int, slack: int) -> int:
+        """Upgrade entry ``i`` one level at a time up to ``target`` while the next level
+        fits in ``slack``; return the slack left."""
+        cur = self.cur
+        while cur[i] < target:
+            d = self._up(i)
+            if d > slack:
+                break
+            self.mods.append((i, cur[i]))
+            self.set_state(i, self._next(i, cur[i]))
+            slack -= d
+        return slack
+
+    def _fill_outlines(self, avail: int) -> int:
+        """Going back from the most important node, bring every degraded node below
+        SUMMARY up to SUMMARY (an outline) while it fits, at most :data:`MAX_OUTLINES`;
+        return the slot of the first that does not fit or is past that number (-1: all
+        did). Nodes after it stay as they are."""
         slack = avail - self.total
         pos, tree, cur, requested = self.cap, self.f_tree, self.cur, self.layout.requested
+        low, raised = -1, 0
         while True:
-            j = tree.find_last(pos, slack)
+            j = tree.find_last(pos, INF - 1)
             if j < 0:
                 break
             i = self.entry_at[j]
-            while cur[i] < requested[i]:
-                d = self._up(i)
-                if d > slack:
+            target = min(SUMMARY, requested[i])
+            if cur[i] < target:
+                if raised == MAX_OUTLINES:  # redone every turn: bounded
+                    low = j
                     break
-                self.mods.append((i, cur[i]))
-                self.set_state(i, self._next(i, cur[i]))
-                slack -= d
+                slack = self._raise(i, target, slack)
+                raised += 1
+                if cur[i] < target:
+                    low = j
+                    break
+            pos = j
+        self.total = avail - slack
+        return low
+
+    def _fill(self, avail: int, low: int) -> None:
+        """Going back from the most important node (down to slot ``low``, exclusive),
+        upgrade each degraded node as far as it fits; stop at the first that cannot reach
+        its requested state, so a less important node is never upgraded past it."""
+        slack = avail - self.total
+        pos, tree, cur, requested = self.cap, self.f_tree, self.cur, self.layout.requested
+        while True:
+            j = tree.find_last(pos, INF - 1)
+            if j <= low:
+                break
+            i = self.entry_at[j]
+            slack = self._raise(i, requested[i], slack)
+            if cur[i] < requested[i]:
+                break
             pos = j
         self.total = avail - slack
 

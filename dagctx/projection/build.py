@@ -6,13 +6,18 @@ For a budget ``B``:
    entry (cached per node version and state). If everything plus the "changes since last
    turn" section fits, render it as is (fidelity: identical to an unbudgeted render).
 2. Otherwise (with the changes section limited to ``B / 8``) degrade, least important
-   first — by priority, then recency, a container counting as important as the most
+   first — by priority, then relevance level (:mod:`dagctx.projection.relevance`: the
+   focus, the file's kind), then recency, a container counting as important as the most
    important node it shows — each node one level at a time down to COLLAPSED (or its
-   ``min_state``); if that is not enough, omit nodes in the same order. A container that
-   stops showing its children hides them (their cost leaves the total; they count as left
-   out). Once anything is left out, room is kept for the footer that lists it.
-3. Going back from the most important node, upgrade every degraded node one level at a
-   time while the next level fits.
+   ``min_state``) until three quarters of the room is enough (all of it when that would
+   leave nodes out or degrade the most important file); if that is not enough, omit
+   nodes in the same order. A container that stops showing its children hides them
+   (their cost leaves the total; they count as left out). Once anything is left out,
+   room is kept for the footer that lists it.
+3. Breadth before depth: going back from the most important node, bring degraded nodes
+   up to SUMMARY (outlines) while each fits; then, no further down than the first that
+   did not, upgrade each as far as it fits, up to the first that cannot reach its
+   requested state.
 4. Fill what is left by cutting long text nodes (most important first) to the whole
    lines that fit, with a marker saying how many lines were cut.
 5. Drop a tool call shown without its result (and vice versa); assemble the sections in
@@ -21,8 +26,8 @@ For a budget ``B``:
    exact count is made near the budget and the last sections dropped until it holds.
 
 Default priorities come from the node type (``Node.default_priority``: sessions and
-conversation highest, groups 60, shell output 55, text files 40); ties go to the more
-recently changed node.
+conversation highest, groups 60, shell output 55, text files 40); within a priority the
+relevance level decides, and ties go to the more recently changed node.
 
 The work is incremental (:mod:`dagctx.projection.projector`): a turn after a few changes
 re-renders and re-counts only the changed nodes and moves the allocation by what changed.

@@ -3,25 +3,28 @@
 A text file's score has two parts:
 
 - **lexical** (0..1): BM25 of the focus against the file's content (the names it defines
-  count :data:`SYMBOL_WEIGHT` times more), plus :data:`PATH_WEIGHT` × the inverse
-  document frequency among paths of each focus term in its path; scaled down for docs,
-  tests and fixtures (:data:`KIND_WEIGHT`), divided by the best file's. Terms come from
+  count :data:`SYMBOL_WEIGHT` times more; lengths normalized against a fixed
+  :data:`AVERAGE_LENGTH`), plus :data:`PATH_WEIGHT` × the inverse document frequency
+  among paths of each focus term in its path; divided by the most a file can score and
+  scaled down for docs, tests and fixtures (:data:`KIND_WEIGHT`). Terms come from
   :func:`dagctx._words.terms` (the tokenizer of ``search_knowledge``, split at
-  snake_case and camelCase, stemmed).
-  The statistics are kept per file and updated only for the files that change
-  (:class:`Bm25Index`), and only while a focus is set.
+  snake_case and camelCase, stemmed). The statistics are kept per file and updated only
+  for the files that change (:class:`Bm25Index`), and only while a focus is set; a
+  file's score depends on the other files only through the focus terms' document
+  frequencies, so a change rescores that file alone unless it moved one of those.
 - **base** (its *tier*, 0..19): without a focus the order is still not the walk's:
   source files before docs, other files, tests, and fixtures or lockfiles; then files at
   most one directory deep, then files of at most :data:`SMALL_LINES` lines.
 
 The *level* of a file is ``lexical bucket × TIERS + tier`` (the bucket is 0 without a
-match, else 1..8); a container's is its best child's, so a directory holding a relevant
-file stays open; other nodes are at level 0. The degrade order sorts by priority, then
+match, else 1..8, in steps of 1/16, every score from 0.44 up in the top one); a
+container's is its best child's, so a directory holding a relevant file stays open;
+other nodes are at level 0. The degrade order sorts by priority, then
 level, then recency (the node's ``seq``): explicit priorities win, and among nodes of one
 level the most recently changed or added is kept longest. Levels are a function of the
 graph and the focus alone (a projection built from scratch ranks alike), recomputed for
-every node when the focus changes and, while a focus is set, for the files that match it
-when a file changes (its statistics move every file's BM25). The focus is the text of the
+every node when the focus changes, for a changed node, and for every file matching the
+focus when a change moved a focus term's document frequency. The focus is the text of the
 newest node that sets one (:meth:`~dagctx.nodes.base.Node.focus_text`: the session's
 focus, a user message). Pure computation over nodes; must not import the session or
 anything that does I/O.
@@ -42,6 +45,7 @@ from dagctx.projection.layout import Layout
 
 K1, B = 1.2, 0.75
 PATH_WEIGHT = 2.0
+AVERAGE_LENGTH = 400  # terms: the length BM25 normalizes against (fixed, not the corpus's)
 SYMBOL_WEIGHT = 2
 SMALL_LINES = 400
 TIERS = 20
@@ -160,7 +164,7 @@ class Bm25Index:
     """BM25 statistics of the text files (content and path apart), updated one file at
     a time."""
 
-    __slots__ = ("docs", "path_of", "path_postings", "postings", "total")
+    __slots__ = ("docs", "path_of", "path_postings", "postings")
 
     def __init__(self) -> None:
         #: node id → (version, term counts, length, path terms)
@@ -168,7 +172,6 @@ class Bm25Index:
         self.postings: dict[str, set[str]] = {}
         self.path_postings: dict[str, set[str]] = {}
         self.path_of: dict[str, str] = {}
-        self.total = 0
 
     def update(self, node: TextNode) -> None:
         """Index ``node`` at its version (nothing to do when it is indexed at it)."""
@@ -181,7 +184,6 @@ class Bm25Index:
         in_path = path_terms(node.path)
         self.docs[node.id] = (node.version, counts, length, in_path)
         self.path_of[node.id] = node.path
-        self.total += length
         for term in counts:
             self.postings.setdefault(term, set()).add(node.id)
         for term in in_path:
@@ -193,7 +195,6 @@ class Bm25Index:
         if old is None:
             return
         del self.path_of[node_id]
-        self.total -= old[2]
         for postings, found in ((self.postings, old[1]), (self.path_postings, old[3])):
             for term in found:
                 ids = postings[term]
@@ -201,27 +202,44 @@ class Bm25Index:
                 if not ids:
                     del postings[term]
 
-    def scores(self, query: Iterable[str]) -> dict[str, float]:
-        """Each file's BM25 of ``query`` over its content, plus :data:`PATH_WEIGHT` × the
-        inverse document frequency (among paths) of each query term in its path; files
-        matching no term are left out."""
+    def weights(self, query: Iterable[str]) -> dict[str, tuple[float, float]]:
+        """Each distinct term of ``query`` → (its inverse document frequency among the
+        files' content, among their paths), times its count in the query."""
         n = len(self.docs)
-        if not n:
-            return {}
-        avg = self.total / n or 1.0
-        out: dict[str, float] = {}
-        for term, qtf in Counter(query).items():
-            ids = self.postings.get(term, ())
-            idf = _idf(n, len(ids))
-            for nid in ids:
-                _, counts, length, _ = self.docs[nid]
-                tf = counts[term]
-                norm = tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg))
-                out[nid] = out.get(nid, 0.0) + qtf * idf * norm
-            in_paths = self.path_postings.get(term, ())
-            bonus = PATH_WEIGHT * _idf(n, len(in_paths))
-            for nid in in_paths:
-                out[nid] = out.get(nid, 0.0) + bonus
+        return {
+            term: (
+                qtf * _idf(n, len(self.postings.get(term, ()))),
+                qtf * _idf(n, len(self.path_postings.get(term, ()))),
+            )
+            for term, qtf in Counter(query).items()
+        }
+
+    def score(self, node_id: str, weights: dict[str, tuple[float, float]]) -> float:
+        """The file's BM25 for the query of ``weights`` over its content (length
+        normalized against :data:`AVERAGE_LENGTH`), plus :data:`PATH_WEIGHT` × the path
+        weight of each query term in its path, divided by the most any file can score:
+        0..1, and a function of this file and the query's weights alone."""
+        doc = self.docs.get(node_id)
+        if doc is None or not weights:
+            return 0.0
+        _, counts, length, in_path = doc
+        norm_len = K1 * (1 - B + B * length / AVERAGE_LENGTH)
+        got = best = 0.0
+        for term, (w_content, w_path) in weights.items():
+            tf = counts.get(term, 0)
+            if tf:
+                got += w_content * tf * (K1 + 1) / (tf + norm_len)
+            if term in in_path:
+                got += PATH_WEIGHT * w_path
+            best += w_content * (K1 + 1) + PATH_WEIGHT * w_path
+        return got / best if best > 0 else 0.0
+
+    def matching(self, query: Iterable[str]) -> set[str]:
+        """Ids of the files whose content or path holds a term of ``query``."""
+        out: set[str] = set()
+        for term in set(query):
+            out.update(self.postings.get(term, ()))
+            out.update(self.path_postings.get(term, ()))
         return out
 
 
@@ -237,13 +255,24 @@ class Relevance:
         scores: node id → :class:`Score` of every entry of the layout last leveled.
     """
 
-    __slots__ = ("_carrier", "_index", "_lexical", "_tiers", "focus", "scores")
+    __slots__ = (
+        "_carrier",
+        "_index",
+        "_lexical",
+        "_rescored_all",
+        "_tiers",
+        "_weights",
+        "focus",
+        "scores",
+    )
 
     def __init__(self) -> None:
         self.focus: str | None = None
         self.scores: dict[str, Score] = {}
         self._index: Bm25Index | None = None
         self._lexical: dict[str, float] = {}
+        self._weights: dict[str, tuple[float, float]] = {}  # the query's, at the last scoring
+        self._rescored_all = True  # whether the last scoring scored every file
         self._tiers: dict[str, tuple[int, int]] = {}  # node id → (version, tier)
         self._carrier = -1  # seq of the node that set the focus in effect
 
@@ -272,13 +301,15 @@ class Relevance:
     # -- levels -------------------------------------------------------------------------
 
     def _lexical_scores(self, layout: Layout, changed: Iterable[int] | None) -> dict[str, float]:
-        """Normalized lexical scores; the index is synced with every text entry of
-        ``layout`` (``changed`` None) or with the ``changed`` entries only."""
+        """Lexical scores of the files: the index synced with every text entry of
+        ``layout`` and all scored (``changed`` None), or with the ``changed`` entries only
+        and those scored again — all of them when a query term's weight moved."""
         if self.focus is None:
             self._index = None  # not kept up to date without a focus: dropped
             return {}
         index = self._index
         nodes, ref = layout.nodes, layout.ref
+        query = terms(self.focus)
         if index is None or changed is None:
             index = self._index = index or Bm25Index()
             present = set()
@@ -288,16 +319,40 @@ class Relevance:
                     present.add(node.id)
             for nid in [nid for nid in index.docs if nid not in present]:
                 index.remove(nid)
-        else:
-            for i in changed:
-                node = nodes[i]
-                if isinstance(node, TextNode):
-                    index.update(node)
-        raw = index.scores(terms(self.focus))
-        for nid, value in raw.items():  # a test or a fixture matches less than source
-            raw[nid] = value * KIND_WEIGHT[file_kind(index.path_of[nid])]
-        top = max(raw.values(), default=0.0)
-        return {nid: v / top for nid, v in raw.items()} if top > 0 else {}
+            return self._score_all(index, query)
+        self._rescored_all = False
+        ids = []
+        for i in changed:
+            node = nodes[i]
+            if isinstance(node, TextNode):
+                index.update(node)
+                ids.append(node.id)
+        weights = index.weights(query)
+        if weights != self._weights:
+            return self._score_all(index, query)
+        lexical = dict(self._lexical)
+        for nid in ids:
+            value = self._kind_scaled(index, nid, weights)
+            if value > 0:
+                lexical[nid] = value
+            else:
+                lexical.pop(nid, None)
+        return lexical
+
+    def _score_all(self, index: Bm25Index, query: list[str]) -> dict[str, float]:
+        self._rescored_all = True
+        weights = self._weights = index.weights(query)
+        out = {}
+        for nid in index.matching(query):
+            value = self._kind_scaled(index, nid, weights)
+            if value > 0:
+                out[nid] = value
+        return out
+
+    @staticmethod
+    def _kind_scaled(index: Bm25Index, nid: str, weights: dict[str, tuple[float, float]]) -> float:
+        # a test or a fixture matches less than source
+        return index.score(nid, weights) * KIND_WEIGHT[file_kind(index.path_of[nid])]
 
     def _own(self, node: Node) -> Score:
         if not isinstance(node, TextNode):
@@ -309,7 +364,7 @@ class Relevance:
             t = tier(node.path, node.cuttable_lines())
             self._tiers[node.id] = (node.version, t)
         lex = self._lexical.get(node.id, 0.0)
-        bucket = 1 + min(LEXICAL_BUCKETS - 1, int(lex * LEXICAL_BUCKETS)) if lex > 0 else 0
+        bucket = 1 + min(LEXICAL_BUCKETS - 1, int(lex * 2 * LEXICAL_BUCKETS)) if lex > 0 else 0
         return Score(bucket * TIERS + t, lex, t)
 
     def level_all(self, layout: Layout) -> None:
@@ -338,7 +393,7 @@ class Relevance:
         self._lexical = self._lexical_scores(layout, changed)
         nodes, first, parent, level = layout.nodes, layout.first, layout.parent, layout.level
         todo = set(changed)
-        if self.focus is not None:
+        if self.focus is not None and self._rescored_all:
             lexical = self._lexical
             for nid in old_lexical.keys() | lexical.keys():
                 if old_lexical.get(nid) != lexical.get(nid) and nid in first:
