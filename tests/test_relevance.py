@@ -203,8 +203,8 @@ class TestBreadthBeforeDepth:
         p = render(repo, 1200, "how are checkpoints restored")
         shown = states(p)
         assert shown["pkg/checkpoint.py"] == NodeState.DETAILS, p.explain()
-        outlines = [k for k, v in shown.items() if v == NodeState.SUMMARY and k.endswith(".py")]
-        assert len(outlines) >= 3, p.explain()
+        partial = [k for k, v in shown.items() if v == NodeState.SUMMARY and k.endswith(".py")]
+        assert len(partial) >= 2, p.explain()  # outlines (or cuts, where those fit better)
         assert shown["tests/test_shell.py"] == NodeState.COLLAPSED, p.explain()
 
     @settings(

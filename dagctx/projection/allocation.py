@@ -23,9 +23,9 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   the most important text node). Then, going back from the most important node,
   degraded nodes are brought up to SUMMARY (an outline) while each fits, up to the
   first that does not (at most :data:`MAX_OUTLINES`); then, from the most important
-  node again and no further than that one, each is upgraded as far as it fits, up to the
-  first that cannot reach its requested state. So a node is never shown at more than a
-  name while a more important one is left a name by the fill. A
+  node again and no further than that one, each is upgraded one level at a time while
+  the next level fits. So a node is never shown at more than a name while a more
+  important one is left a name by the fill. A
   :class:`~dagctx.projection._segtree.MinTree` over the upgrade cost of each slot finds
   the next candidate directly. Then long text nodes (most important first) are cut to
   the whole lines that fit in what is left.
@@ -631,18 +631,15 @@ class Allocation:
 
     def _fill(self, avail: int, low: int) -> None:
         """Going back from the most important node (down to slot ``low``, exclusive),
-        upgrade each degraded node as far as it fits; stop at the first that cannot reach
-        its requested state, so a less important node is never upgraded past it."""
+        upgrade each degraded node one level at a time while the next level fits."""
         slack = avail - self.total
-        pos, tree, cur, requested = self.cap, self.f_tree, self.cur, self.layout.requested
+        pos, tree, requested = self.cap, self.f_tree, self.layout.requested
         while True:
-            j = tree.find_last(pos, INF - 1)
+            j = tree.find_last(pos, slack)
             if j <= low:
                 break
             i = self.entry_at[j]
             slack = self._raise(i, requested[i], slack)
-            if cur[i] < requested[i]:
-                break
             pos = j
         self.total = avail - slack
 

@@ -16,8 +16,7 @@ For a budget ``B``:
    room is kept for the footer that lists it.
 3. Breadth before depth: going back from the most important node, bring degraded nodes
    up to SUMMARY (outlines) while each fits; then, no further down than the first that
-   did not, upgrade each as far as it fits, up to the first that cannot reach its
-   requested state.
+   did not, upgrade every degraded node one level at a time while the next level fits.
 4. Fill what is left by cutting long text nodes (most important first) to the whole
    lines that fit, with a marker saying how many lines were cut.
 5. Drop a tool call shown without its result (and vice versa); assemble the sections in
