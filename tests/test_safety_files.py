@@ -362,3 +362,40 @@ class TestSetAside:
         assert (tmp_path / "session.db.unreadable").read_bytes() == b"main one"
         assert (tmp_path / "session.db.unreadable-wal").read_bytes() == b"wal one"
         assert (tmp_path / "session.db.unreadable.2-wal").read_bytes() == b"wal two"
+
+
+_NO_DESCRIPTORS = textwrap.dedent(
+    """
+    import os, resource, sys
+    from dagctx import Session, SessionFileUnavailableError
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    used = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (used - 1, hard))  # none left to open it
+    try:
+        Session.load(sys.argv[1])
+    except SessionFileUnavailableError as exc:
+        print("unavailable:", exc)
+    except Exception as exc:
+        print("other:", type(exc).__name__, exc)
+    """
+)
+
+
+class TestFileThatCannotBeOpenedNow:
+    """Item 1, the other transient causes: a good file that cannot be opened now (here:
+    no file descriptor left, RLIMIT_NOFILE in a real process) is reported as unavailable,
+    not as damaged, so no caller sets it aside."""
+
+    def test_no_descriptor_left_is_unavailable_not_damage(self, tmp_path: Path) -> None:
+        root = _make_tree(tmp_path / "repo")
+        with Session(root, budget=500) as session:
+            saved = session.save()
+        before = _digest(saved)
+        done = subprocess.run(
+            [sys.executable, "-c", _NO_DESCRIPTORS, str(saved)],
+            capture_output=True,
+            text=True,
+            timeout=STARTUP,
+        )
+        assert done.stdout.startswith("unavailable:"), done.stdout + done.stderr
+        assert _digest(saved) == before

@@ -159,7 +159,17 @@ def _open(path: Path, action: str, *, create: bool) -> Iterator[sqlite3.Connecti
         raise CheckpointError(f"cannot {action} session file {where}: {exc}", value=path) from exc
     if missing:
         raise CheckpointError(f"no saved session at {where}", value=path)
-    conn = _sqlite.connect(path, _LAYOUT, timeout=30.0, create=create, action=action)
+    try:
+        conn = _sqlite.connect(path, _LAYOUT, timeout=30.0, create=create, action=action)
+    except CheckpointError as exc:
+        cause = exc.__cause__
+        # A file that is there but cannot be opened now (no descriptor left, no memory,
+        # no permission) is not damaged.
+        if isinstance(cause, sqlite3.Error) and not _sqlite.is_damage(cause):
+            raise SessionFileUnavailableError(
+                f"{exc}; the file was left as it was", value=path
+            ) from cause
+        raise
     try:
         yield conn
     # UnicodeDecodeError: bad text bytes in a damaged file; OverflowError: an int past
