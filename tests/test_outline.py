@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dagctx import NodeState, TextNode
 from dagctx.outline import MAX_PARSE_BYTES, Entry, Outline, outline
@@ -624,3 +626,77 @@ class TestTextNodeSummary:
         assert len(calls) == 1  # a changed file is parsed only when SUMMARY is rendered
         assert "def b():  [L5-6]" in node.render(NodeState.SUMMARY)
         assert len(calls) == 2
+
+
+def _big_module(classes: int, methods: int) -> str:
+    """``classes`` classes of ``methods`` one-line methods; class c spans lines
+    1 + c * (2 * methods + 4) to its last method's line."""
+    parts = []
+    for c in range(classes):
+        parts.append(f"class Thing{c}:\n    '''Thing number {c}.'''\n")
+        for m in range(methods):
+            parts.append(
+                f"    def method_{c}_{m}(self, value: int) -> int:\n        return value\n"
+            )
+        parts.append("\n\n")
+    return "".join(parts)
+
+
+def _entry_chars(lines: list[str]) -> int:
+    return sum(len(x) + 1 for x in lines if "more definition" not in x)
+
+
+class TestCompactOutline:
+    def test_an_outline_that_fits_is_shown_whole(self) -> None:
+        o = outline("store.go", GO)
+        assert o.compact(10_000) == o.render()
+
+    def test_nested_entries_drop_their_doc_line(self) -> None:
+        o = outline("x.py", PY.replace("# no docstring", '"""Read key."""'))
+        assert o.entries[2].doc == "Read key."
+        full, compact = o.render(), o.compact(10_000)
+        assert len(full) == len(compact)
+        for entry, long, short in zip(o.entries, full, compact, strict=True):
+            if entry.depth == 0:
+                assert short == long
+            else:
+                assert short == long.split(f'  "{entry.doc}"')[0] and '"' not in short
+
+    def test_top_level_first_then_methods_with_markers(self) -> None:
+        o = outline("m.py", _big_module(4, 10))
+        lines = o.compact(400)
+        assert _entry_chars(lines) <= 400
+        classes = [x for x in lines if x.startswith("class ")]
+        assert len(classes) == 4  # every class before any method
+        markers = [x for x in lines if "more definition" in x]
+        assert markers and all(x.startswith("  … ") for x in markers)
+        shown = sum(1 for x in lines if x.startswith("  def "))
+        assert shown + sum(int(x.split()[1]) for x in markers) == 40
+        # the last class's methods are all left out: one marker with their line range
+        last = [e for e in o.entries if e.name.startswith("method_3_")]
+        assert lines[-1] == f"  … 10 more definitions (lines {last[0].start}-{last[-1].end})"
+
+    def test_a_run_of_left_out_functions_is_one_marker(self) -> None:
+        text = "".join(f"def f{i}(a, b):\n    return a\n\n" for i in range(100))
+        lines = outline("m.py", text).compact(200)
+        shown = len(lines) - 1
+        assert all(x.startswith(f"def f{i}(a, b):") for i, x in enumerate(lines[:-1]))
+        assert lines[-1] == f"… {100 - shown} more definitions (lines {3 * shown + 1}-299)"
+
+    @given(classes=st.integers(0, 12), methods=st.integers(0, 12), cap=st.integers(0, 2000))
+    @settings(max_examples=40, deadline=None)
+    def test_bounded_complete_and_deterministic(self, classes: int, methods: int, cap: int) -> None:
+        o = outline("m.py", _big_module(classes, methods))
+        lines = o.compact(cap)
+        assert lines == o.compact(cap) and _entry_chars(lines) <= cap
+        markers = [x for x in lines if "more definition" in x]
+        assert len(lines) - len(markers) + sum(int(x.split()[1]) for x in markers) == len(o.entries)
+
+    def test_text_node_summary_is_compact_tests_tersest(self, tmp_path: Path) -> None:
+        (tmp_path / "tests").mkdir()
+        source = _big_module(6, 12)
+        (tmp_path / "big.py").write_text(source)
+        (tmp_path / "tests" / "test_big.py").write_text(source)
+        src = TextNode("big.py", root=tmp_path).render(NodeState.SUMMARY)
+        test = TextNode("tests/test_big.py", root=tmp_path).render(NodeState.SUMMARY)
+        assert "more definitions" in src and len(test) < len(src) < 1200

@@ -13,8 +13,10 @@ symlink or a FIFO is swapped in while the file is being opened. A file larger th
 ``max_bytes`` is never loaded whole: only its first ``max_bytes`` (or the requested line
 range) are read, and the render says so.
 SUMMARY shows the file's outline from :func:`dagctx.outline.outline` (definitions with
-signatures, line ranges and docstring first lines; headings; top-level keys), made once
-per change of content and kept, or its first 5 lines when the outline is empty.
+signatures, line ranges and docstring first lines; headings; top-level keys), compacted to
+:func:`~dagctx.outline.kinds.outline_chars` for its kind of file (top-level definitions
+first, the rest marked as left out), made once per change of content and kept, or its
+first 5 lines when the outline is empty.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from dagctx._fs import (
 )
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.outline import outline
+from dagctx.outline.kinds import outline_chars
 
 DEFAULT_MAX_BYTES = 1_000_000
 _SKIP_PIECE = 1 << 16  # bytes read at a time while skipping to a line range
@@ -304,7 +307,7 @@ class TextNode(Node):
         (one string, not a list of lines), so a render of an unchanged file never parses."""
         if self._summary_outline is None:
             made = outline(self.path, self._text, first_line=self.start_line or 1)
-            self._summary_outline = "\n".join(made.render())
+            self._summary_outline = "\n".join(made.render(max_chars=outline_chars(self.path)))
         return self._summary_outline
 
     def cuttable_lines(self) -> int:

@@ -54,11 +54,20 @@ class Outline:
     lines: int
     parsed_lines: int
 
-    def render(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> list[str]:
+    def render(
+        self, max_entries: int = DEFAULT_MAX_ENTRIES, max_chars: int | None = None
+    ) -> list[str]:
         """The outline as text lines: one per entry, indented two spaces per nesting level,
-        ``signature  [Lstart-end]`` and the doc line in quotes. Over ``max_entries`` the
-        deepest levels go first (top-level definitions stay), then the tail, and a last
-        line says how many entries were left out. Empty when there are no entries."""
+        ``signature  [Lstart-end]`` and the doc line in quotes. Empty when there are no
+        entries.
+
+        Without ``max_chars``: over ``max_entries`` the deepest levels go first (top-level
+        definitions stay), then the tail, and a last line says how many entries were left
+        out. With ``max_chars`` (see :meth:`compact`): the entry lines shown take at most
+        that many characters, and what is left out is marked where it was.
+        """
+        if max_chars is not None:
+            return self.compact(max_chars)
         shown = self.entries
         if len(shown) > max_entries:
             depth = max(e.depth for e in shown)
@@ -68,12 +77,66 @@ class Outline:
         out = [_line(e) for e in shown]
         if len(shown) < len(self.entries):
             out.append(f"[… {len(self.entries) - len(shown)} more entries not shown]")
+        return out + self._partial()
+
+    def compact(self, max_chars: int) -> list[str]:
+        """The outline in at most ``max_chars`` characters of entry lines (markers apart).
+
+        Entries are taken level by level — every top-level definition in source order
+        first, then what they nest, one level at a time — each while its line fits
+        (an entry whose line does not fit is skipped, and with it what it nests); nested
+        entries are shown without their doc line. The lines come out in source order;
+        each run of left-out siblings (with what they nest) becomes one line at their
+        indentation, ``… N more definitions (lines a-b)``.
+        """
+        entries = self.entries
+        lines = [_line(e) if e.depth == 0 else _line(e, doc=False) for e in entries]
+        shown = [False] * len(entries)
+        used = 0
+        for depth in range(max((e.depth for e in entries), default=-1) + 1):
+            for k, e in enumerate(entries):
+                if e.depth != depth or (e.parent is not None and not shown[e.parent]):
+                    continue
+                cost = len(lines[k]) + 1
+                if used + cost <= max_chars:
+                    shown[k] = True
+                    used += cost
+        out: list[str] = []
+        run: list[int] = []  # the current run of left-out entries (their subtrees included)
+
+        def close() -> None:
+            if run:
+                head = entries[run[0]]
+                first = min(entries[k].start for k in run)
+                last = max(entries[k].end for k in run)
+                out.append(
+                    f"{'  ' * head.depth}… {len(run)} more definition{'s' * (len(run) > 1)}"
+                    f" (lines {first}-{last})"
+                )
+                run.clear()
+
+        for k, e in enumerate(entries):
+            if shown[k]:
+                close()
+                out.append(lines[k])
+                continue
+            if run and e.parent is not None and not shown[e.parent]:
+                run.append(k)  # nested in a left-out entry: part of its run
+                continue
+            if run and entries[run[0]].parent != e.parent:
+                close()
+            run.append(k)
+        close()
+        return out + self._partial()
+
+    def _partial(self) -> list[str]:
+        """The line saying only part of the text was looked at (none when all was)."""
         if self.parsed_lines < self.lines:
-            out.append(f"[outline of lines 1-{self.parsed_lines} only, of {self.lines}]")
-        return out
+            return [f"[outline of lines 1-{self.parsed_lines} only, of {self.lines}]"]
+        return []
 
 
-def _line(entry: Entry) -> str:
+def _line(entry: Entry, *, doc: bool = True) -> str:
     where = f"L{entry.start}" if entry.start == entry.end else f"L{entry.start}-{entry.end}"
     text = f"{'  ' * entry.depth}{entry.signature}  [{where}]"
-    return f'{text}  "{entry.doc}"' if entry.doc else text
+    return f'{text}  "{entry.doc}"' if doc and entry.doc else text

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from dagctx._words import terms
 from dagctx.nodes.base import Node
 from dagctx.nodes.text import TextNode
+from dagctx.outline.kinds import file_kind
 from dagctx.projection.layout import Layout
 
 K1, B = 1.2, 0.75
@@ -57,46 +58,8 @@ _SYMBOL = re.compile(
     r"(\w+)",
     re.MULTILINE,
 )
-_TEST_DIRS = frozenset({"test", "tests", "spec", "specs", "__tests__", "testing"})
-_FIXTURE_DIRS = frozenset(
-    {"fixtures", "fixture", "testdata", "vendor", "node_modules", "dist", "build", "third_party"}
-)
-_LOCKFILES = frozenset(
-    {"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "cargo.lock",
-     "uv.lock", "go.sum", "gemfile.lock", "composer.lock", "pipfile.lock"}
-)  # fmt: skip
-_SOURCE = frozenset(
-    [
-        ".py",
-        ".pyi",
-        ".js",
-        ".jsx",
-        ".ts",
-        ".tsx",
-        ".mjs",
-        ".cjs",
-        ".go",
-        ".rs",
-        ".java",
-        ".kt",
-        ".c",
-        ".h",
-        ".cc",
-        ".cpp",
-        ".hpp",
-        ".rb",
-        ".cs",
-        ".php",
-        ".swift",
-        ".scala",
-        ".sh",
-        ".sql",
-    ]
-)
-_DOCS = frozenset([".md", ".rst", ".txt", ".adoc"])
 #: How much a lexical match counts for each file kind (:func:`file_kind`).
 KIND_WEIGHT = (0.55, 0.65, 0.75, 0.8, 1.0)
-_TEST_NAME = re.compile(r"[._-](test|spec)s?\.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,23 +79,6 @@ class Score:
             f"level {self.level} = lexical {self.lexical:.2f}"
             f" (bucket {self.level // TIERS}) + tier {self.tier}"
         )
-
-
-def file_kind(path: str) -> int:
-    """What a file at ``path`` is, by how much it tends to matter to a task: 4 source,
-    3 docs, 2 other files, 1 tests, 0 fixtures, vendored code and lockfiles."""
-    parts = path.casefold().split("/")
-    name = parts[-1]
-    dot = name.rfind(".")
-    ext = name[dot:] if dot > 0 else ""
-    dirs = set(parts[:-1])
-    if name in _LOCKFILES or name.endswith((".lock", ".min.js", ".map")) or dirs & _FIXTURE_DIRS:
-        return 0
-    if dirs & _TEST_DIRS or name.startswith("test_") or _TEST_NAME.search(name):
-        return 1
-    if ext in _SOURCE:
-        return 4
-    return 3 if ext in _DOCS else 2
 
 
 def tier(path: str, lines: int) -> int:

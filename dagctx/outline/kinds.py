@@ -1,0 +1,52 @@
+"""What kind of file a path names (source, docs, tests, ...), and how long its outline may be.
+
+Owns :func:`file_kind` (read by the relevance ranking) and :func:`outline_chars` (read by
+a text node's SUMMARY). Decided from the path alone. Imports nothing from dagctx.
+"""
+
+from __future__ import annotations
+
+import re
+
+SOURCE, DOCS, OTHER, TESTS, FIXTURES = 4, 3, 2, 1, 0
+#: Characters of entry lines an outline shows (:meth:`~dagctx.outline.Outline.compact`),
+#: by file kind: about 200 tokens for source, less where the definitions matter less.
+OUTLINE_CHARS = {SOURCE: 800, DOCS: 480, OTHER: 480, TESTS: 240, FIXTURES: 160}
+
+_TEST_DIRS = frozenset({"test", "tests", "spec", "specs", "__tests__", "testing"})
+_FIXTURE_DIRS = frozenset(
+    {"fixtures", "fixture", "testdata", "vendor", "node_modules", "dist", "build", "third_party"}
+)
+_LOCKFILES = frozenset(
+    {"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "cargo.lock",
+     "uv.lock", "go.sum", "gemfile.lock", "composer.lock", "pipfile.lock"}
+)  # fmt: skip
+_SOURCE = frozenset(
+    {".py", ".pyi", ".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".go", ".rs", ".java",
+     ".kt", ".c", ".h", ".cc", ".cpp", ".hpp", ".rb", ".cs", ".php", ".swift", ".scala",
+     ".sh", ".sql"}
+)  # fmt: skip
+_DOCS = frozenset({".md", ".rst", ".txt", ".adoc"})
+_TEST_NAME = re.compile(r"[._-](test|spec)s?\.")
+
+
+def file_kind(path: str) -> int:
+    """What a file at ``path`` is, by how much it tends to matter to a task: 4 source,
+    3 docs, 2 other files, 1 tests, 0 fixtures, vendored code and lockfiles."""
+    parts = path.casefold().split("/")
+    name = parts[-1]
+    dot = name.rfind(".")
+    ext = name[dot:] if dot > 0 else ""
+    dirs = set(parts[:-1])
+    if name in _LOCKFILES or name.endswith((".lock", ".min.js", ".map")) or dirs & _FIXTURE_DIRS:
+        return FIXTURES
+    if dirs & _TEST_DIRS or name.startswith("test_") or _TEST_NAME.search(name):
+        return TESTS
+    if ext in _SOURCE:
+        return SOURCE
+    return DOCS if ext in _DOCS else OTHER
+
+
+def outline_chars(path: str) -> int:
+    """How many characters of entry lines the outline of the file at ``path`` shows."""
+    return OUTLINE_CHARS[file_kind(path)]
