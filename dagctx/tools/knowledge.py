@@ -3,9 +3,12 @@
 ``get_knowledge`` and ``grep_knowledge`` use the `Workspace` in ``ctx.state["workspace"]``;
 ``search_knowledge`` uses the `KnowledgeStore` in ``ctx.state["knowledge_store"]``. A
 missing workspace or store, an unknown artifact, an invalid or too slow regex all come
-back as messages. A regex gets `GREP_TIMEOUT` seconds in total over the artifact (the
-``regex`` package enforces it inside the matcher), so a catastrophically backtracking
-pattern such as ``(a|aa)+$`` returns a message instead of hanging the tool.
+back as messages. A regex's compile cost is bounded before it is compiled
+(:func:`dagctx._regex.compile_bounded`: ``a{4294967294}`` or 200 nested groups are refused
+with a message, never allowed to exhaust memory), and it gets `GREP_TIMEOUT` seconds in
+total over the artifact (the ``regex`` package enforces it inside the matcher), so a
+catastrophically backtracking pattern such as ``(a|aa)+$`` returns a message instead of
+hanging the tool.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import TypeVar
 
 import regex
 
+from dagctx._regex import PatternTooLargeError, compile_bounded
 from dagctx.context import Context
 from dagctx.errors import ToolError
 from dagctx.knowledge import KnowledgeStore, Workspace, tokenize
@@ -81,7 +85,9 @@ async def grep_knowledge(ctx: Context, name: str, pattern: str) -> str:
     if artifact is None:
         return _not_found(workspace, name)
     try:
-        compiled = regex.compile(pattern)
+        compiled = compile_bounded(pattern)
+    except PatternTooLargeError as exc:
+        return f"{exc} Fix the pattern and try again."
     except regex.error as exc:
         return f"Invalid regex {pattern!r}: {exc}. Fix the pattern and try again."
     # The matcher may run for up to GREP_TIMEOUT; keep the event loop free meanwhile.
