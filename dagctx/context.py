@@ -18,14 +18,14 @@ Presets of :func:`make_config` (other fields keep their defaults; overrides win)
 =============  ==============  =================  =================  ================
 mode           history_rounds  summary_threshold  offload_threshold  enable_retrieval
 =============  ==============  =================  =================  ================
-``pilot``      100             100                200                False
+``pilot``      100             100                100                False
 ``copilot``    20              10                 50                 False
 ``navigator``  10              5                  20                 True
 =============  ==============  =================  =================  ================
 
 ``pilot`` automates least (long history, summaries and offloading only late), ``copilot``
-is the default configuration, ``navigator`` automates most (retrieval on, summarizes and
-offloads early).
+is the default configuration (and the default mode of :func:`make_config`), ``navigator``
+automates most (retrieval on, summarizes and offloads early).
 
 Contexts are not thread-safe.
 """
@@ -33,7 +33,7 @@ Contexts are not thread-safe.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, KeysView, Mapping, MutableMapping
 from enum import StrEnum
 from typing import Any
 
@@ -94,7 +94,7 @@ _PRESETS: dict[AutomationMode, dict[str, Any]] = {
     AutomationMode.PILOT: {
         "history_rounds": 100,
         "summary_threshold": 100,
-        "offload_threshold": 200,
+        "offload_threshold": 100,
         "enable_retrieval": False,
     },
     AutomationMode.COPILOT: {},
@@ -107,7 +107,9 @@ _PRESETS: dict[AutomationMode, dict[str, Any]] = {
 }
 
 
-def make_config(mode: AutomationMode | str, /, **overrides: Any) -> ContextConfig:
+def make_config(
+    mode: AutomationMode | str = AutomationMode.COPILOT, /, **overrides: Any
+) -> ContextConfig:
     """Return the preset configuration of ``mode`` (see the module table) with ``overrides``.
 
     Raises:
@@ -243,9 +245,10 @@ class ContextState(MutableMapping[str, Any]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def keys(self) -> list[str]:  # type: ignore[override]
-        """Return the visible keys in iteration order (a new list)."""
-        return list(self)
+    def keys(self) -> KeysView[str]:
+        """Return a live view of the visible keys: a set (``keys() == {"a", "b"}``,
+        ``keys() & other``) that iterates in the state's deterministic order."""
+        return KeysView(self)
 
     def pop(self, key: str, default: Any = _MISSING) -> Any:
         """Remove the local ``key`` and return its value.

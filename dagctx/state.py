@@ -182,7 +182,7 @@ class AgentState(TypedDict, total=False):
 
     # Execution-scoped: artefacts shown to the user.
     ui_captured_figures: list[dict[str, Any]]
-    ui_captured_notebooks: list[dict[str, Any]]
+    ui_captured_notebooks: list[str]
 
 
 PERSISTENT_FIELDS: Final = frozenset({"capability_context_data", "session_state"})
@@ -269,7 +269,9 @@ class StateManager:
         if task_objective is None:
             task_objective = _objective_for(state, context_key)
         manager = ContextManager(registry=registry)
-        manager.set_context(context_type, context_key, context_object, task_objective)
+        manager.set_context(
+            context_type, context_key, context_object, task_objective=task_objective
+        )
         return {"capability_context_data": manager.get_raw_data()}
 
     @staticmethod
@@ -351,16 +353,24 @@ class StateManager:
         state: Mapping[str, Any],
         capability: str,
         notebook_path: str | os.PathLike[str],
-        notebook_link: str | None = None,
+        notebook_link: str,
         display_name: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> StateUpdate:
-        """Return the update appending a notebook (path and optional link, for example a
-        Jupyter URL) to ``ui_captured_notebooks``. Raises :class:`StateError` for an empty
-        capability or path."""
-        entry = _artefact(capability, notebook_path, display_name, metadata, "notebook_path")
-        entry["notebook_link"] = notebook_link
-        return {"ui_captured_notebooks": [*_list_field(state, "ui_captured_notebooks"), entry]}
+        """Return the update appending ``notebook_link`` (for example a Jupyter URL) to
+        ``ui_captured_notebooks``, a list of link strings as in osprey (the whole new list:
+        the field has no reducer). ``capability`` and ``notebook_path`` are checked but, as
+        in osprey, only the link is stored; ``display_name`` and ``metadata`` are not
+        stored. Raises :class:`StateError` for an empty capability, path or link."""
+        _artefact(capability, notebook_path, display_name, metadata, "notebook_path")
+        if not isinstance(notebook_link, str) or not notebook_link:
+            raise StateError(
+                f"notebook_link must be a non-empty string, got {notebook_link!r}",
+                value=notebook_link,
+            )
+        return {
+            "ui_captured_notebooks": [*_list_field(state, "ui_captured_notebooks"), notebook_link]
+        }
 
 
 def create_status_update(

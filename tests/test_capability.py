@@ -549,7 +549,7 @@ class TestExtractFromStep:
         with pytest.raises(CapabilityError, match=r"lacks required context type.*TIME_RANGE"):
             filled.extract_from_step(step, constraints=["PV_ADDRESSES", "TIME_RANGE"])
         both = {"inputs": [{"PV_ADDRESSES": "set1"}, {"TIME_RANGE": "time"}]}
-        assert set(filled.extract_from_step(both, ["PV_ADDRESSES", "TIME_RANGE"])) == {
+        assert set(filled.extract_from_step(both, constraints=["PV_ADDRESSES", "TIME_RANGE"])) == {
             "PV_ADDRESSES",
             "TIME_RANGE",
         }
@@ -561,20 +561,22 @@ class TestExtractFromStep:
         )
         assert list(contexts) == ["TIME_RANGE"]
         with pytest.raises(CapabilityError, match="none of the context types ANALYSIS_RESULTS"):
-            filled.extract_from_step(step, ["ANALYSIS_RESULTS"], constraint_mode="soft")
+            filled.extract_from_step(step, constraints=["ANALYSIS_RESULTS"], constraint_mode="soft")
 
     def test_cardinality_constraints(self, filled: ContextManager) -> None:
         one = {"inputs": [{"PV_ADDRESSES": "set1"}]}
         two = {"inputs": [{"PV_ADDRESSES": "set1"}, {"PV_ADDRESSES": "set2"}]}
-        assert filled.extract_from_step(one, [("PV_ADDRESSES", "single")])
-        assert filled.extract_from_step(two, [("PV_ADDRESSES", "multiple")])
+        assert filled.extract_from_step(one, constraints=[("PV_ADDRESSES", "single")])
+        assert filled.extract_from_step(two, constraints=[("PV_ADDRESSES", "multiple")])
         with pytest.raises(CapabilityError, match=r"expected single instance .* but got 2"):
-            filled.extract_from_step(two, [("PV_ADDRESSES", "single")])
+            filled.extract_from_step(two, constraints=[("PV_ADDRESSES", "single")])
         with pytest.raises(CapabilityError, match=r"expected multiple instances .* but got single"):
-            filled.extract_from_step(one, [("PV_ADDRESSES", "multiple")])
+            filled.extract_from_step(one, constraints=[("PV_ADDRESSES", "multiple")])
         with pytest.raises(CapabilityError, match="expected single instance"):
             filled.extract_from_step(
-                two, [("TIME_RANGE", "single"), ("PV_ADDRESSES", "single")], "soft"
+                two,
+                constraints=[("TIME_RANGE", "single"), ("PV_ADDRESSES", "single")],
+                constraint_mode="soft",
             )
 
     @pytest.mark.parametrize(
@@ -590,7 +592,9 @@ class TestExtractFromStep:
         self, filled: ContextManager, constraints: Any, mode: Any, message: str
     ) -> None:
         with pytest.raises(CapabilityError, match=message):
-            filled.extract_from_step({"inputs": [{"TIME_RANGE": "time"}]}, constraints, mode)
+            filled.extract_from_step(
+                {"inputs": [{"TIME_RANGE": "time"}]}, constraints=constraints, constraint_mode=mode
+            )
 
     @pytest.mark.parametrize(
         ("step", "message"),

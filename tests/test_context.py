@@ -285,7 +285,7 @@ class TestContextState:
         child = ContextState({"z": 1, "a": 2}, parent=parent)
         child["shared"] = "child"
         assert list(child) == ["z", "a", "shared", "p", "g1", "g2"]
-        assert child.keys() == ["z", "a", "shared", "p", "g1", "g2"]
+        assert list(child.keys()) == ["z", "a", "shared", "p", "g1", "g2"]
         assert list(child.to_dict().items()) == [
             ("z", 1),
             ("a", 2),

@@ -273,7 +273,7 @@ def dirty_state() -> dict[str, Any]:
         "react_messages": [{"role": "assistant", "content": "thinking"}],
         "react_step_count": 4,
         "ui_captured_figures": [{"figure_path": "a.png"}],
-        "ui_captured_notebooks": [{"notebook_path": "a.ipynb"}],
+        "ui_captured_notebooks": ["http://localhost:8888/a.ipynb"],
         "undeclared_field": "dropped",
     }
 
@@ -460,9 +460,7 @@ class TestArtefactRegistration:
         update = StateManager.register_notebook(
             {}, "python_executor", "runs/analysis.ipynb", "http://localhost:8888/x"
         )
-        (notebook,) = update["ui_captured_notebooks"]
-        assert notebook["notebook_path"] == "runs/analysis.ipynb"
-        assert notebook["notebook_link"] == "http://localhost:8888/x"
+        assert update["ui_captured_notebooks"] == ["http://localhost:8888/x"]
 
     def test_bad_arguments_are_refused(self) -> None:
         with pytest.raises(StateError, match="capability must be a non-empty string"):

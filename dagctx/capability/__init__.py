@@ -4,7 +4,8 @@ The public names of the package, one module per concern:
 
 - :mod:`dagctx.capability.context` — :class:`CapabilityContext` (the pydantic base of
   every capability result), the registry of context classes by ``CONTEXT_TYPE``,
-  :class:`RawContext` for data without a registered class, the errors;
+  :class:`RawContext` for data without a registered class (nested dot access through
+  :class:`DictNamespace`), the errors;
 - :mod:`dagctx.capability.manager` — :class:`ContextManager` over the three-level dict
   ``{context_type: {context_key: {field: value}}}`` an agent state carries,
   :class:`ContextNamespace` (``cm.PV_ADDRESSES.step_1``), :func:`load_context`;
@@ -24,6 +25,7 @@ from dagctx.capability.context import (
     META_KEY,
     CapabilityContext,
     ContextRegistry,
+    DictNamespace,
     RawContext,
     StoredContext,
     context_registry,
@@ -50,6 +52,7 @@ __all__ = [
     "ContextManager",
     "ContextNamespace",
     "ContextRegistry",
+    "DictNamespace",
     "RawContext",
     "StoredContext",
     "context_registry",

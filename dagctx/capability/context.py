@@ -3,9 +3,9 @@ the untyped stand-in for data whose class is unknown.
 
 Owns :class:`CapabilityContext` (the pydantic base of every capability result, checked
 at class creation), :class:`ContextRegistry` with the default :data:`context_registry`,
-:class:`RawContext`, the errors of :mod:`dagctx.capability`, and the reserved
-:data:`META_KEY` field of a stored entry. Not here: reading and writing the three-level
-dict (:mod:`dagctx.capability.manager`).
+:class:`RawContext` (and :class:`DictNamespace`, its nested dot access), the errors of
+:mod:`dagctx.capability`, and the reserved :data:`META_KEY` field of a stored entry. Not
+here: reading and writing the three-level dict (:mod:`dagctx.capability.manager`).
 """
 
 from __future__ import annotations
@@ -165,32 +165,30 @@ class ContextRegistry:
 context_registry = ContextRegistry()
 
 
-class RawContext(Mapping[str, Any]):
-    """A stored entry whose type has no registered class: read-only field access by
-    attribute (``ctx.pvs``) or item (``ctx["pvs"]``; use this for names such as ``keys``
-    that the mapping methods take). Holds its own copy of the data."""
+class DictNamespace(Mapping[str, Any]):
+    """Read-only dot and item access to a mapping of plain data (osprey's name).
 
-    __slots__ = ("_context_type", "_data")
+    ``ns.outer.inner``: attribute access wraps a mapping value in a DictNamespace (also
+    inside lists, which come back as new lists), so dots chain through nested data.
+    ``ns["outer"]`` returns the stored value itself; use it for names such as ``keys``
+    that the mapping methods take. Equal to any mapping with the same items.
+    """
 
-    def __init__(self, context_type: str, data: Mapping[str, Any]) -> None:
-        self._context_type = context_type
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
         self._data = dict(data)
-
-    @property
-    def context_type(self) -> str:
-        """The type this entry is stored under."""
-        return self._context_type
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
         try:
-            return self._data[name]
+            return _namespaced(self._data[name])
         except KeyError:
-            raise AttributeError(
-                f"{self._context_type} context has no field {name!r}; "
-                f"fields: {', '.join(self._data) or 'none'}"
-            ) from None
+            raise AttributeError(self._no_field(name)) from None
+
+    def _no_field(self, name: str) -> str:
+        return f"no field {name!r}; fields: {', '.join(map(str, self._data)) or 'none'}"
 
     def __getitem__(self, name: str) -> Any:
         return self._data[name]
@@ -201,12 +199,46 @@ class RawContext(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._data)
 
+    def __dir__(self) -> list[str]:
+        return [name for name in self._data if isinstance(name, str) and name.isidentifier()]
+
     def __repr__(self) -> str:
-        return f"RawContext({self._context_type!r}, {self._data!r})"
+        return f"DictNamespace({self._data!r})"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a deep copy of the fields."""
+        """Return a deep copy of the data."""
         return copy.deepcopy(self._data)
+
+
+def _namespaced(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return DictNamespace(value)
+    if isinstance(value, list):
+        return [_namespaced(item) for item in value]
+    return value
+
+
+class RawContext(DictNamespace):
+    """A stored entry whose type has no registered class: read-only field access by
+    attribute (``ctx.pvs``, nested ``ctx.outer.inner`` as in osprey) or item
+    (``ctx["pvs"]``), see :class:`DictNamespace`. Holds its own copy of the data."""
+
+    __slots__ = ("_context_type",)
+
+    def __init__(self, context_type: str, data: Mapping[str, Any]) -> None:
+        super().__init__(data)
+        self._context_type = context_type
+
+    @property
+    def context_type(self) -> str:
+        """The type this entry is stored under."""
+        return self._context_type
+
+    def _no_field(self, name: str) -> str:
+        return f"{self._context_type} context has {super()._no_field(name)}"
+
+    def __repr__(self) -> str:
+        return f"RawContext({self._context_type!r}, {self._data!r})"
 
     def get_summary(self) -> dict[str, Any]:
         """Return the same shortened overview as :meth:`CapabilityContext.get_summary`."""

@@ -142,22 +142,47 @@ class ContextManager:
         context_type: str,
         key: str,
         value: CapabilityContext,
+        skip_validation: bool = False,
         task_objective: str | None = None,
     ) -> None:
         """Store ``value`` under ``context_type`` / ``key``, replacing any previous entry.
 
-        Raises :class:`CapabilityTypeError` when ``value`` is not a CapabilityContext of
-        that type (an instance of the class registered for it, if any) or cannot be dumped
-        to JSON, and :class:`CapabilityError` for an empty type or key.
+        The argument order is osprey's. ``skip_validation=True`` skips the type checks
+        (the value's ``CONTEXT_TYPE`` and the class registered for ``context_type``), for
+        tests and ad-hoc types; the value must still be a CapabilityContext that dumps to
+        JSON. ``task_objective`` is kept as metadata (:meth:`get_context_metadata`).
+
+        Raises :class:`CapabilityTypeError` when ``value`` is not a CapabilityContext,
+        cannot be dumped to JSON, or (unless skipped) is not of that type (an instance of
+        the class registered for it, if any); :class:`CapabilityError` for an empty type
+        or key or a non-bool ``skip_validation``.
         """
         check_name("context type", context_type)
         check_name("context key", key)
+        if not isinstance(skip_validation, bool):
+            raise CapabilityError(
+                f"skip_validation must be True or False, got {skip_validation!r}",
+                value=skip_validation,
+            )
         if not isinstance(value, CapabilityContext):
             raise CapabilityTypeError(
                 f"the value stored as {context_type}.{key} must be a CapabilityContext, "
                 f"got {type(value).__name__}",
                 value=value,
             )
+        if not skip_validation:
+            self._check_type(context_type, value)
+        if task_objective is not None and not isinstance(task_objective, str):
+            raise CapabilityTypeError(
+                f"task_objective must be a string, got {type(task_objective).__name__}",
+                value=task_objective,
+            )
+        raw = dump_context(value, f"{context_type}.{key}")
+        if task_objective is not None:
+            raw[META_KEY] = {"task_objective": task_objective}
+        self._data.setdefault(context_type, {})[key] = raw
+
+    def _check_type(self, context_type: str, value: CapabilityContext) -> None:
         if context_type != value.CONTEXT_TYPE:
             raise CapabilityTypeError(
                 f"{type(value).__name__} has CONTEXT_TYPE {value.CONTEXT_TYPE!r} and cannot be "
@@ -171,15 +196,6 @@ class ContextManager:
                 f"{qualified_name(type(value))} is not an instance of it",
                 value=value,
             )
-        if task_objective is not None and not isinstance(task_objective, str):
-            raise CapabilityTypeError(
-                f"task_objective must be a string, got {type(task_objective).__name__}",
-                value=task_objective,
-            )
-        raw = dump_context(value, f"{context_type}.{key}")
-        if task_objective is not None:
-            raw[META_KEY] = {"task_objective": task_objective}
-        self._data.setdefault(context_type, {})[key] = raw
 
     def get_context(self, context_type: str, key: str) -> StoredContext | None:
         """Return the entry as a fresh object of its registered class, a
@@ -197,6 +213,23 @@ class ContextManager:
         meta = raw.get(META_KEY)
         return meta.get("task_objective") if isinstance(meta, Mapping) else None
 
+    def get_context_metadata(self, context_type: str, key: str) -> dict[str, Any] | None:
+        """Return a copy of the entry's metadata (``{"task_objective": ...}``), or None
+        when the entry does not exist or was stored without metadata."""
+        raw = self._data.get(context_type, {}).get(key) or {}
+        meta = raw.get(META_KEY)
+        return copy.deepcopy(dict(meta)) if isinstance(meta, Mapping) else None
+
+    def get_all_context_metadata(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Return ``{context_type: {key: metadata}}`` for the entries stored with metadata
+        (storage order; types without any are left out), as copies."""
+        result: dict[str, dict[str, dict[str, Any]]] = {}
+        for context_type, key in self._pairs():
+            meta = self.get_context_metadata(context_type, key)
+            if meta:
+                result.setdefault(context_type, {})[key] = meta
+        return result
+
     def get_all_of_type(self, context_type: str) -> dict[str, StoredContext]:
         """Return ``{key: context}`` for one type, in storage order (empty if unknown)."""
         entries = self._data.get(context_type, {})
@@ -211,6 +244,7 @@ class ContextManager:
     def extract_from_step(
         self,
         step: Mapping[str, Any],
+        state: Mapping[str, Any] | None = None,
         constraints: Iterable[Constraint] | None = None,
         constraint_mode: ConstraintMode = "hard",
     ) -> dict[str, StoredContext | list[StoredContext]]:
@@ -218,12 +252,24 @@ class ContextManager:
         ``{context_type: key}`` mappings) as ``{context_type: context}``, or
         ``{context_type: [context, ...]}`` when the step names several keys of one type.
 
+        The call shape is osprey's: ``extract_from_step(step, state, constraints=[...],
+        constraint_mode="hard")``. ``state`` (the agent state, or None) is only checked to
+        be a mapping: the contexts come from this manager's data.
         ``constraints`` lists required types, each a name or ``(name, "single" |
         "multiple")``. In ``"hard"`` mode every listed type must be present; in ``"soft"``
-        mode at least one. A cardinality is checked for every present type that has one.
-        Raises :class:`CapabilityError` for a named entry that does not exist, a malformed
-        step or constraint, an unknown mode, or an unmet constraint.
+        mode at least one (so a step without inputs fails any constraint). A cardinality is
+        checked for every present type that has one.
+        Raises :class:`CapabilityError` (a ValueError, as osprey's capabilities catch) for
+        a named entry that does not exist, a state that is not a mapping, a malformed step
+        or constraint, an unknown mode, or an unmet constraint.
         """
+        if state is not None and not isinstance(state, Mapping):
+            raise CapabilityError(
+                f"state must be the agent state (a mapping) or None, got "
+                f"{type(state).__name__}: {state!r:.80}; pass constraints by keyword: "
+                "extract_from_step(step, state, constraints=[...])",
+                value=state,
+            )
         parsed = parse_constraints(constraints)
         if constraint_mode not in ("hard", "soft"):
             raise CapabilityError(
@@ -305,7 +351,10 @@ class ContextManager:
         if context_type.startswith("_"):
             raise AttributeError(context_type)
         if context_type not in self._data:
-            raise AttributeError(self._missing_type(context_type))
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {context_type!r}, and "
+                + self._missing_type(context_type)
+            )
         return ContextNamespace(self, context_type)
 
     def __getitem__(self, context_type: str) -> ContextNamespace:
