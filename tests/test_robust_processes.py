@@ -2,6 +2,9 @@
 
 - A command that ignores SIGTERM and forks children (one of them orphaned by a double
   fork, still in the command's process group) is killed whole when it times out.
+- A shell job that starts ``setsid sleep 300 &`` (a new session: outside the job's
+  process group, reparented when the shell exits) loses that sleep at its timeout, and a
+  job that finished leaving one behind loses it when the session closes.
 - A command writing 200 KB/s for 3 s keeps at most ``output_cap`` bytes, counts every
   byte, and the session's memory does not grow while it runs.
 - 8 processes take one LockNode 100 times each: never two holders, exactly 800 holds.
@@ -95,6 +98,56 @@ class TestTimeoutKillsEverything:
             assert time.monotonic() - started < 0.5 + KILL_GRACE + 5
             eventually(lambda: all(gone(pid) for pid in pids), 5)
             assert "timeout (signal SIGKILL" in s.tick().projection.text
+
+
+def escapee(node_stdout: str) -> int:
+    """The pid the job printed (``echo $!`` after ``setsid sleep 300 &``)."""
+    return int(node_stdout.split()[0])
+
+
+def session_id(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="reads /proc")
+class TestSetsidEscapees:
+    def test_a_setsid_child_is_killed_at_the_timeout(self, tmp_path: Path) -> None:
+        pid_file = tmp_path / "pid"
+        with Session(tmp_path) as s:
+            node = s.shell(
+                f"setsid sleep 300 & echo $! > {pid_file}; sleep 60", shell=True, timeout=3
+            )
+            eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != "", 10)
+            pid = int(pid_file.read_text())
+            eventually(lambda: session_id(pid) == pid, 5)  # it left the job's group and session
+            s.wait(node, timeout=20)
+            assert node.status == "timeout"
+            eventually(lambda: gone(pid), 5)
+
+    def test_a_setsid_child_of_a_finished_job_is_killed_at_close(self, tmp_path: Path) -> None:
+        s = Session(tmp_path)
+        try:
+            node = s.shell("setsid sleep 300 >/dev/null 2>&1 & echo $!", shell=True, timeout=30)
+            s.wait(node, timeout=20)
+            assert node.status == "completed"
+            pid = escapee(node.stdout)
+            eventually(lambda: session_id(pid) == pid, 5)
+            time.sleep(0.2)
+            assert not gone(pid)  # the job is over; its escapee still runs ...
+        finally:
+            s.close()
+        eventually(lambda: gone(pid), 5)  # ... until the session closes
+
+    def test_a_job_left_running_at_close_takes_its_escapee_with_it(self, tmp_path: Path) -> None:
+        pid_file = tmp_path / "pid"
+        s = Session(tmp_path)
+        try:
+            s.shell(f"setsid sleep 300 & echo $! > {pid_file}; sleep 60", shell=True, timeout=120)
+            eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != "", 10)
+            pid = int(pid_file.read_text())
+        finally:
+            s.close()
+        eventually(lambda: gone(pid), 5)
 
 
 class TestSteadyOutput:

@@ -8,6 +8,15 @@ exit, the timeout or a cancel request, whichever comes first. On timeout or canc
 whole process group — children and grandchildren included — gets SIGTERM, and SIGKILL if
 anything in the group is still alive after a grace period.
 
+A descendant can leave the group (``setsid``) and be reparented when its parent exits, so
+the group alone does not find it. Every command therefore runs with its own mark in the
+environment (``DAGCTX_JOB=<mark>``), which children inherit through fork, exec and
+``setsid``; a stop signals the group *and* every process whose ``/proc/<pid>/environ``
+carries the mark or whose parent chain leads to the command (:func:`marked_processes`).
+:func:`stop_marked` ends what is left of finished commands (a session calls it at
+close). A process that clears its environment and leaves the group and its parent can
+still escape; where ``/proc`` is missing only the group is stopped.
+
 A command that cannot start (missing executable, bad working directory, permission) is
 not an exception: the result says ``failed`` with the reason. This module knows nothing
 of nodes or sessions; :mod:`dagctx.session.jobs` queues its result for the next tick and
@@ -19,10 +28,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 ShellStatus = Literal["pending", "running", "completed", "failed", "timeout", "cancelled"]
@@ -35,6 +45,13 @@ KILL_GRACE = 2.0
 #: process of its group) before that group is killed so the capture can end.
 DRAIN_SECONDS = 1.0
 _POLL = 0.02
+#: The environment variable that marks a command's processes (see the module docstring).
+MARK_VARIABLE = "DAGCTX_JOB"
+
+
+def new_mark() -> str:
+    """A mark no other command of any process shares."""
+    return f"{os.getpid()}-{secrets.token_hex(8)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +64,7 @@ class CommandSpec:
     timeout: float | None = 30.0
     output_cap: int = 32 * 1024
     kill_grace: float = KILL_GRACE
+    mark: str = field(default_factory=new_mark)  # DAGCTX_JOB of its processes
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +154,7 @@ async def run_command(
         return CommandResult("cancelled", error="never started")
     if not os.path.isdir(spec.cwd):
         return CommandResult("failed", error=f"working directory {spec.cwd!r} does not exist")
-    env = None if spec.env is None else {**os.environ, **spec.env}
+    env = {**os.environ, **(spec.env or {}), MARK_VARIABLE: spec.mark}
     started_at, t0 = time.time(), time.monotonic()
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -160,10 +178,10 @@ async def run_command(
     try:
         ending = await _supervise(proc, spec, cancel)
     except asyncio.CancelledError:  # the loop is shutting down: leave nothing behind
-        await _kill_group(proc, spec.kill_grace)
+        await _kill_group(proc, spec)
         ending = "cancelled"
     duration = time.monotonic() - t0
-    await _drain(proc, readers, spec.kill_grace)
+    await _drain(proc, readers, spec)
     code = proc.returncode
     status: ShellStatus = "completed" if ending == "exited" and code == 0 else "failed"
     if ending != "exited":
@@ -217,21 +235,106 @@ async def _supervise(
         cancelled.cancel()
     if exited in done:
         return "exited"
-    await _kill_group(proc, spec.kill_grace)
+    await _kill_group(proc, spec)
     return "cancelled" if cancelled in done else "timeout"
 
 
-async def _kill_group(proc: asyncio.subprocess.Process, grace: float) -> None:
-    """SIGTERM the process group; SIGKILL it if anything in it outlives ``grace`` seconds."""
+async def _kill_group(proc: asyncio.subprocess.Process, spec: CommandSpec) -> None:
+    """SIGTERM the process group and the command's marked processes (see the module
+    docstring); SIGKILL them if any outlives ``spec.kill_grace`` seconds."""
     group = proc.pid  # start_new_session makes the child its group's leader
-    _signal_group(group, signal.SIGTERM)
-    deadline = time.monotonic() + grace
+    escaped = _signal_all(group, spec.mark, signal.SIGTERM)
+    deadline = time.monotonic() + spec.kill_grace
     while time.monotonic() < deadline:
-        if proc.returncode is not None and not _group_alive(group):
+        escaped |= set(marked_processes({spec.mark}, group))
+        if proc.returncode is not None and not _group_alive(group) and not _any_alive(escaped):
             return
         await asyncio.sleep(_POLL)
-    _signal_group(group, signal.SIGKILL)
+    _signal_all(group, spec.mark, signal.SIGKILL, escaped)
     await _exit(proc)
+
+
+def _signal_all(group: int, mark: str, sig: signal.Signals, also: Collection[int] = ()) -> set[int]:
+    """Send ``sig`` to the group, the processes marked ``mark`` and ``also``; return the
+    pids signalled outside the group."""
+    _signal_group(group, sig)
+    pids = set(marked_processes({mark}, group)) | set(also)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+    return pids
+
+
+def _any_alive(pids: Collection[int]) -> bool:
+    return any(_state(pid) not in (None, b"Z", b"X") for pid in pids)
+
+
+def stop_marked(marks: Collection[str], grace: float = 0.5) -> list[int]:
+    """End every live process marked with one of ``marks``: SIGTERM, then SIGKILL for
+    those still alive after ``grace`` seconds. Blocks at most about ``grace`` seconds;
+    returns the pids it signalled."""
+    pids = marked_processes(marks)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while pids and _any_alive(pids) and time.monotonic() < deadline:
+        time.sleep(_POLL)
+    for pid in pids:
+        if _any_alive((pid,)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    return pids
+
+
+def marked_processes(marks: Collection[str], ancestor: int | None = None) -> list[int]:
+    """Live processes (not zombies) whose environment holds ``DAGCTX_JOB=<m>`` for a mark
+    ``m`` in ``marks``, or whose parent chain reaches ``ancestor``; never this process.
+    Empty where ``/proc`` is missing."""
+    if not marks or not os.path.isdir("/proc/self"):
+        return []
+    wanted = {f"{MARK_VARIABLE}={m}".encode() for m in marks}
+    parents: dict[int, int] = {}
+    found: list[int] = []
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        pid = int(entry.name)
+        fields = _stat_fields(pid)
+        if fields is None or fields[0] in (b"Z", b"X"):
+            continue
+        parents[pid] = int(fields[1])
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            continue  # gone, or another user's process
+        if wanted.intersection(environ.split(b"\0")):
+            found.append(pid)
+    if ancestor is not None:
+        for pid in parents:
+            seen, up = 0, parents.get(pid)
+            while up is not None and up > 1 and seen < 4096:
+                if up == ancestor:
+                    found.append(pid)
+                    break
+                up, seen = parents.get(up), seen + 1
+    return sorted(set(found))
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None  # the process ended while we looked
+
+
+def _state(pid: int) -> bytes | None:
+    fields = _stat_fields(pid)
+    return fields[0] if fields else None
 
 
 async def _exit(proc: asyncio.subprocess.Process) -> int:
@@ -248,12 +351,12 @@ async def _exit(proc: asyncio.subprocess.Process) -> int:
 
 
 async def _drain(
-    proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]], grace: float
+    proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]], spec: CommandSpec
 ) -> None:
     """Let the readers reach end of output; kill leftovers of the group holding the pipes."""
     _, pending = await asyncio.wait(readers, timeout=DRAIN_SECONDS)
     if pending and _group_alive(proc.pid):
-        await _kill_group(proc, grace)
+        await _kill_group(proc, spec)
         _, pending = await asyncio.wait(pending, timeout=DRAIN_SECONDS)
     for reader in pending:  # a process that left the group still holds a pipe
         reader.cancel()
@@ -281,11 +384,7 @@ def _live_member(group: int) -> bool:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # the process ended while we looked
-        if len(fields) > 2 and int(fields[2]) == group and fields[0] not in (b"Z", b"X"):
+        fields = _stat_fields(int(entry.name))
+        if fields and len(fields) > 2 and int(fields[2]) == group and fields[0] not in (b"Z", b"X"):
             return True
     return False

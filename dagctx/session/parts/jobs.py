@@ -8,7 +8,10 @@ command, and the OS lock of each lock node. A finished task only puts its result
 forgets the job. Each tick :meth:`Jobs.check_locks` finds held locks whose lock file
 vanished or was replaced (another process can hold those now). :meth:`Jobs.close`
 releases every lock and stops every command still running, waiting (a bounded time)
-for their process groups to be killed.
+for their process groups to be killed, and then ends every process any of the session's
+commands left behind (found by the command's environment mark, see
+:mod:`dagctx.runtime.processes`: a ``setsid`` escapee or a background process of a
+finished command).
 
 The verbs that create the nodes and wait for them are in :mod:`dagctx.session.jobs`.
 Must not import the rest of :mod:`dagctx.session` except its sibling parts.
@@ -33,6 +36,7 @@ from dagctx.runtime.processes import (
     CommandResult,
     CommandSpec,
     run_command,
+    stop_marked,
 )
 from dagctx.session.parts.intake import Intake
 from dagctx.session.parts.runner import BackgroundRunner
@@ -52,17 +56,18 @@ class Jobs:
         self._outstanding: dict[Node, concurrent.futures.Future[None]] = {}
         self._cancels: dict[ShellNode, asyncio.Event] = {}
         self._locks: dict[LockNode, LockHandle] = {}
+        self._marks: set[str] = set()  # the environment marks of every command started
 
     # -- shell commands ---------------------------------------------------------------
 
     def start_shell(self, node: ShellNode) -> None:
         """Run ``node``'s command in the background; its result goes to the intake."""
         cancel = asyncio.Event()
+        spec = node.spec()
         with self._mutex:
+            self._marks.add(spec.mark)
             self._cancels[node] = cancel
-            self._outstanding[node] = self._runner.submit(
-                self._run_shell(node, node.spec(), cancel)
-            )
+            self._outstanding[node] = self._runner.submit(self._run_shell(node, spec, cancel))
 
     async def _run_shell(self, node: ShellNode, spec: CommandSpec, cancel: asyncio.Event) -> None:
         def started(pid: int, at: float) -> None:
@@ -151,16 +156,19 @@ class Jobs:
 
     def close(self) -> None:
         """Release every lock, stop every command still running and wait (at most
-        :data:`CLOSE_WAIT` seconds, not at all on the runner's own thread) for them."""
+        :data:`CLOSE_WAIT` seconds, not at all on the runner's own thread) for them, then
+        end what any command left running (:func:`stop_marked`)."""
         with self._mutex:
             locks, self._locks = self._locks, {}
             running = [(e, self._outstanding.get(n)) for n, e in self._cancels.items()]
+            marks, self._marks = self._marks, set()
         for node, handle in locks.items():
             node.mark_released(was_held=handle.release())
-        if not running or not self._runner.started:
-            return
-        for event, _ in running:
-            self._runner.call_soon(event.set)
-        if not self._runner.in_loop_thread():
-            futures = [f for _, f in running if f is not None]
-            concurrent.futures.wait(futures, CLOSE_WAIT)
+        if running and self._runner.started:
+            for event, _ in running:
+                self._runner.call_soon(event.set)
+            if not self._runner.in_loop_thread():
+                futures = [f for _, f in running if f is not None]
+                concurrent.futures.wait(futures, CLOSE_WAIT)
+        if marks:
+            stop_marked(marks)
