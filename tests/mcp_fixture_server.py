@@ -6,7 +6,9 @@ Its tools let a test change the tool list at runtime (``add_tool``, ``remove_too
 not), look at the server's environment (``env``, ``cwd``), wait (``slow``), fail
 (``fail``) and kill the server (``crash``). With ``FIXTURE_PID_FILE`` set the server
 writes its pid there. ``--crash-at-start`` writes a message to stderr and exits with status 3
-before speaking MCP; ``--hang`` never answers.
+before speaking MCP; ``--hang`` never answers. ``--flood-stderr MB`` writes that many
+megabytes to stderr as fast as the pipe takes them while it serves (``flooded`` tells how
+many bytes so far); ``crash`` stops the flood before its last word.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 
 if __name__ == "__main__" and "--crash-at-start" in sys.argv:
@@ -113,9 +116,28 @@ async def slow(seconds: float) -> str:
     return "done"
 
 
+_flood = {"bytes": 0, "stop": False}
+
+
+def flood_stderr(megabytes: int) -> None:
+    line = b"flood " + b"x" * 1017 + b"\n"  # 1 KiB lines
+    for _ in range(megabytes * 1024):
+        if _flood["stop"]:
+            return
+        os.write(2, line)
+        _flood["bytes"] += len(line)
+
+
+def flooded() -> int:
+    """Bytes written to stderr by --flood-stderr so far (a tool with --flood-stderr)."""
+    return _flood["bytes"]
+
+
 @server.tool()
 def crash(code: int = 7) -> str:
     """Write a last word to stderr and kill the server process."""
+    _flood["stop"] = True
+    time.sleep(0.2)
     print(f"fixture server crashing with code {code}", file=sys.stderr, flush=True)
     os._exit(code)
 
@@ -123,7 +145,11 @@ def crash(code: int = 7) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=None, metavar="PORT")
+    parser.add_argument("--flood-stderr", type=int, default=0, metavar="MB")
     args = parser.parse_args()
+    if args.flood_stderr:
+        server.tool()(flooded)
+        threading.Thread(target=flood_stderr, args=(args.flood_stderr,), daemon=True).start()
     if os.environ.get("FIXTURE_PID_FILE"):
         with open(os.environ["FIXTURE_PID_FILE"], "w") as handle:
             handle.write(str(os.getpid()))

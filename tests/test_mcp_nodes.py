@@ -11,7 +11,9 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import pytest
 
 from dagctx import DagctxError, NodeState, Session
 from dagctx.mcp import MCPClientError
+from dagctx.mcp.client import STDERR_TAIL_BYTES
 from dagctx.nodes.artifact import ArtifactNode
 from dagctx.nodes.base import Node, Trace
 from dagctx.nodes.mcp import MCPServerNode, MCPToolNode, ToolSpec
@@ -475,3 +478,32 @@ class TestRoundTrip:
         assert copy.env_keys == ["K"]
         for state in (NodeState.COLLAPSED, NodeState.SUMMARY, NodeState.DETAILS, NodeState.ALL):
             assert copy.render(state) == node.render(state)
+
+
+class TestStderrFlood:
+    def test_a_server_flooding_stderr_keeps_a_bounded_tail(self, s: Session) -> None:
+        """300 MB of stderr: the capture keeps at most STDERR_CAP_BYTES in memory, writes
+        nothing to disk, and the server's last words still reach its node."""
+        logs = Path(tempfile.gettempdir())
+        tracemalloc.start()
+        try:
+            node = s.mcp_connect_sync("loud", [*SERVER, "--flood-stderr", "300"])
+            assert node.status == "connected", node.error
+            base = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            deadline = time.monotonic() + 60
+            while int(s.mcp_call_sync("loud", "flooded").text) < 100 * 2**20:
+                assert time.monotonic() < deadline, "the flood did not get through in time"
+                assert s.mcp_call_sync("loud", "add", a=2, b=3).text == "5"  # still serving
+                time.sleep(0.2)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak - base < 4 * 2**20  # 100 MB went through; memory held stays flat
+        on_disk = sum(f.stat().st_size for f in logs.glob("dagctx-mcp-loud-*"))
+        assert on_disk < 2**20
+        with pytest.raises(MCPClientError):
+            s.mcp_call_sync("loud", "crash", code=7)
+        tick_until(s, lambda: node.status == "error")
+        assert "crashing with code 7" in node.stderr_tail
+        assert len(node.stderr_tail) <= STDERR_TAIL_BYTES

@@ -1,11 +1,13 @@
 """MCPConnection: one live MCP client session, run on a session's background loop.
 
-A connection starts a server (stdio: a subprocess whose stderr goes to a temporary file;
-or streamable HTTP: a URL), performs the initialize handshake, lists the tools, and then
-keeps the SDK's ``ClientSession`` open in a long-running task until :meth:`close` or until
-the server goes away. It never touches nodes: it reports through the callbacks it was
-given (a refreshed tool list after ``notifications/tools/list_changed``; the loss of the
-server), and :mod:`dagctx.session.mcp` turns those reports into queued node changes.
+A connection starts a server (stdio: a subprocess whose stderr goes to a pipe that a
+thread drains into a :class:`~dagctx.runtime.processes.CappedBuffer`, so a server flooding
+stderr costs bounded memory; or streamable HTTP: a URL), performs the initialize
+handshake, lists the tools, and then keeps the SDK's ``ClientSession`` open in a
+long-running task until :meth:`close` or until the server goes away. It never touches
+nodes: it reports through the callbacks it was given (a refreshed tool list after
+``notifications/tools/list_changed``; the loss of the server), and
+:mod:`dagctx.session.mcp` turns those reports into queued node changes.
 
 Every wait is bounded: the handshake by ``connect_timeout``, each call by its timeout,
 shutdown by the SDK's own bounded stdio shutdown (stdin closed, then SIGTERM, SIGKILL to
@@ -18,11 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
 import logging
 import os
-import tempfile
+import select
+import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -40,8 +42,11 @@ from dagctx.errors import MCPClientError
 from dagctx.mcp import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, SHUTDOWN_TIMEOUT
 from dagctx.nodes.base import Node
 from dagctx.nodes.mcp import ToolSpec
+from dagctx.runtime.processes import CHUNK_BYTES, CappedBuffer
 
 STDERR_TAIL_BYTES = 4096
+#: Bytes of a server's stderr kept in memory: the first half and the last half.
+STDERR_CAP_BYTES = 4 * STDERR_TAIL_BYTES
 _TOOL_PAGES = 100
 
 logger = logging.getLogger(__name__)
@@ -133,6 +138,77 @@ ToolsCallback = Callable[[int, list[ToolSpec]], None]
 LostCallback = Callable[[str, str], None]
 
 
+class _StderrCapture:
+    """A stdio server's stderr: the write end of a pipe for the child, and a daemon
+    thread that drains the read end into a :class:`CappedBuffer` of
+    :data:`STDERR_CAP_BYTES` until end of file or :meth:`close`.
+
+    :meth:`tail` first reads what is waiting in the pipe, so the last words of a server
+    that just died are there even if the thread has not run since.
+    """
+
+    def __init__(self, name: str) -> None:
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
+        self._fd = read_fd
+        self.writer: IO[str] | None = os.fdopen(write_fd, "w", encoding="utf-8")
+        self.buffer = CappedBuffer(STDERR_CAP_BYTES)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        threading.Thread(target=self._run, name=f"dagctx-mcp-{name}-stderr", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                ready, _, _ = select.select([self._fd], [], [], 0.1)
+                if ready and not self._drain():
+                    return
+        finally:
+            with self._lock:
+                os.close(self._fd)
+                self._fd = -1
+
+    def _drain(self) -> bool:
+        """Read what the pipe holds now; False at end of file."""
+        with self._lock:
+            while self._fd >= 0:
+                try:
+                    chunk = os.read(self._fd, CHUNK_BYTES)
+                except BlockingIOError:
+                    return True
+                except OSError:
+                    return False
+                if not chunk:
+                    return False
+                self.buffer.feed(chunk)
+            return False
+
+    def started(self) -> None:
+        """The child holds its copy of the write end: close ours (end of file comes when
+        the child and its children close theirs)."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+    def tail(self) -> str:
+        """The last lines (at most :data:`STDERR_TAIL_BYTES`) the server wrote."""
+        self._drain()
+        with self._lock:
+            buffer = self.buffer
+            kept = bytes(buffer.head + buffer.tail) if not buffer.cut else bytes(buffer.tail)
+            total = buffer.total
+        data = kept[-STDERR_TAIL_BYTES:]
+        text = data.decode("utf-8", "replace")
+        if total > len(data) and "\n" in text:
+            text = text.split("\n", 1)[1]  # drop the partial first line
+        return text.rstrip()
+
+    def close(self) -> None:
+        """Stop the thread (it closes the read end) and close the write end if still ours."""
+        self.started()
+        self._stop.set()
+
+
 class MCPConnection:
     """A live MCP session with one server, owned by a task on the background loop.
 
@@ -175,8 +251,7 @@ class MCPConnection:
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
         self._closing = False
-        self._stderr_path: str | None = None
-        self._stderr: IO[str] | None = None
+        self._stderr: _StderrCapture | None = None
         self._refresh_lock: asyncio.Lock | None = None
         self._refreshes: set[asyncio.Task[None]] = set()
         self._seq = 0
@@ -200,7 +275,7 @@ class MCPConnection:
                 asyncio.shield(ready), self.connect_timeout + SHUTDOWN_TIMEOUT
             )
         except TimeoutError:
-            tail = self.stderr_tail()  # before close() deletes the file
+            tail = self.stderr_tail()  # before close() drops the capture
             await self.close()
             _consume(ready)
             raise MCPClientError(
@@ -231,38 +306,18 @@ class MCPConnection:
 
     def stderr_tail(self) -> str:
         """The last lines (at most :data:`STDERR_TAIL_BYTES`) the server wrote to stderr."""
-        path = self._stderr_path
-        if path is None:
-            return ""
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                size = handle.tell()
-                handle.seek(max(0, size - STDERR_TAIL_BYTES))
-                data = handle.read()
-        except OSError:
-            return ""
-        text = data.decode("utf-8", "replace")
-        if size > STDERR_TAIL_BYTES and "\n" in text:
-            text = text.split("\n", 1)[1]  # drop the partial first line
-        return text.rstrip()
+        return self._stderr.tail() if self._stderr is not None else ""
 
     def _open_stderr(self) -> IO[str]:
-        # A file, not a pipe: nothing has to drain it, and the child's writes survive its
-        # death. Opened for append so our reads (separate handles) never move its offset.
-        fd, self._stderr_path = tempfile.mkstemp(prefix=f"dagctx-mcp-{self.name}-", suffix=".log")
-        os.close(fd)
-        self._stderr = open(self._stderr_path, "a", encoding="utf-8")  # noqa: SIM115
-        return self._stderr
+        self._cleanup_stderr()
+        self._stderr = _StderrCapture(self.name)
+        assert self._stderr.writer is not None
+        return self._stderr.writer
 
     def _cleanup_stderr(self) -> None:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
-        if self._stderr_path is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._stderr_path)
-            self._stderr_path = None
 
     @asynccontextmanager
     async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
@@ -275,6 +330,8 @@ class MCPConnection:
             command=self.command[0], args=self.command[1:], env=self.env or None, cwd=self.cwd
         )
         async with stdio_client(params, errlog=cast(TextIO, self._open_stderr())) as streams:
+            if self._stderr is not None:  # the server runs: it has its copy of the pipe
+                self._stderr.started()
             yield streams
 
     async def _run(self, ready: asyncio.Future[list[ToolSpec]]) -> None:
