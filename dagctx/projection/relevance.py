@@ -12,19 +12,31 @@ A text file's score has two parts:
   for the files that change (:class:`Bm25Index`), and only while a focus is set; a
   file's score depends on the other files only through the focus terms' document
   frequencies, so a change rescores that file alone unless it moved one of those.
+- **graph** (0..1): personalized PageRank over the reference graph between files
+  (:class:`~dagctx.outline.references.ReferenceGraph`: definitions from the outline
+  parsers ↔ identifiers used in other files), seeded by the :data:`SEED_FILES` best
+  lexical matches and the :data:`ATTENTION_FILES` files most recently changed or opened
+  (a text node whose version moved: edited on disk, or its state set), walks that leave
+  their seed only, scaled so the highest is 1; kept only while a focus is set, each file
+  re-read only when it changes, the walk bounded by the seeds' neighbourhood.
+- **recent** (0..1): 1 for the most recently changed or opened file, down by
+  1/ATTENTION_FILES for the next ones.
 - **base** (its *tier*, 0..19): without a focus the order is still not the walk's:
   source files before docs, other files, tests, and fixtures or lockfiles; then files at
   most one directory deep, then files of at most :data:`SMALL_LINES` lines.
 
-The *level* of a file is ``lexical bucket × TIERS + tier`` (the bucket is 0 without a
-match, else 1..8, in steps of 1/16, every score from 0.44 up in the top one); a
+The *level* of a file is ``bucket × TIERS + tier``, the bucket made of ``lexical +
+GRAPH_WEIGHT × graph + RECENT_WEIGHT × recent`` (0 for none, else 1..8, in steps of 1/16,
+every score from 0.44 up in the top one); a
 container's is its best child's, so a directory holding a relevant file stays open;
 other nodes are at level 0. The degrade order sorts by priority, then
 level, then recency (the node's ``seq``): explicit priorities win, and among nodes of one
 level the most recently changed or added is kept longest. Levels are a function of the
 graph and the focus alone (a projection built from scratch ranks alike), recomputed for
-every node when the focus changes, for a changed node, and for every file matching the
-focus when a change moved a focus term's document frequency. The focus is the text of the
+every node when the focus changes, for a changed node, for every file matching the
+focus when a change moved a focus term's document frequency, and (while a focus is set,
+the PageRank walked again at each change) for every file whose graph or recency part
+moved. The focus is the text of the
 newest node that sets one (:meth:`~dagctx.nodes.base.Node.focus_text`: the session's
 focus, a user message). Pure computation over nodes; must not import the session or
 anything that does I/O.
@@ -42,6 +54,7 @@ from dagctx._words import terms
 from dagctx.nodes.base import Node
 from dagctx.nodes.text import TextNode
 from dagctx.outline.kinds import file_kind
+from dagctx.outline.references import ReferenceGraph
 from dagctx.projection.layout import Layout
 
 K1, B = 1.2, 0.75
@@ -50,7 +63,12 @@ AVERAGE_LENGTH = 400  # terms: the length BM25 normalizes against (fixed, not th
 SYMBOL_WEIGHT = 2
 SMALL_LINES = 400
 TIERS = 20
-LEXICAL_BUCKETS = 8
+BUCKET_STEPS = 16  # buckets per unit of combined score
+BUCKETS = 8  # combined scores from 7/16 up share the top bucket
+GRAPH_WEIGHT = 0.25  # how much the reference graph counts beside the lexical match
+RECENT_WEIGHT = 0.3  # how much recent attention counts
+SEED_FILES = 16  # the best lexical matches seed the PageRank
+ATTENTION_FILES = 8  # the most recently changed or opened files seed it too
 
 _SYMBOL = re.compile(
     r"^[ \t]*(?:export[ \t]+)?(?:pub(?:\(\w+\))?[ \t]+)?(?:async[ \t]+)?"
@@ -64,21 +82,40 @@ KIND_WEIGHT = (0.55, 0.65, 0.75, 0.8, 1.0)
 
 @dataclass(frozen=True, slots=True)
 class Score:
-    """A node's level and its parts (``inherited``: a container's, from its best child)."""
+    """A node's level and its parts (``inherited``: a container's, from its best child):
+    ``lexical`` (BM25, 0..1), ``graph`` (personalized PageRank over the reference graph,
+    0..1), ``recent`` (attention, 0..1), ``tier`` (the focus-free rank)."""
 
     level: int
     lexical: float = 0.0
     tier: int = 0
     inherited: bool = False
+    graph: float = 0.0
+    recent: float = 0.0
+
+    @property
+    def combined(self) -> float:
+        """What the level's bucket is made of: lexical + weighted graph and recency."""
+        return self.lexical + GRAPH_WEIGHT * self.graph + RECENT_WEIGHT * self.recent
 
     def describe(self) -> str:
-        """``level 93 = lexical 0.71 (bucket 4) + tier 13``."""
+        """``level 930 = (lexical 0.71 + graph 0.40×0.50 + recent 0.00×0.30) → bucket 46,
+        tier 13``."""
         if self.inherited:
             return f"level {self.level} (best child)"
         return (
-            f"level {self.level} = lexical {self.lexical:.2f}"
+            f"level {self.level} = lexical {self.lexical:.2f} + graph {self.graph:.2f}"
+            f"×{GRAPH_WEIGHT:g} + recent {self.recent:.2f}×{RECENT_WEIGHT:g}"
             f" (bucket {self.level // TIERS}) + tier {self.tier}"
         )
+
+
+def bucket(combined: float) -> int:
+    """The level bucket of a combined score: 0 for none, else 1.. in steps of
+    1/:data:`BUCKET_STEPS`, at most :data:`BUCKETS`."""
+    if combined <= 0:
+        return 0
+    return 1 + min(BUCKETS - 1, int(combined * BUCKET_STEPS))
 
 
 def tier(path: str, lines: int) -> int:
@@ -202,9 +239,13 @@ class Relevance:
     """
 
     __slots__ = (
+        "_attended",
         "_carrier",
+        "_graph",
         "_index",
         "_lexical",
+        "_recent",
+        "_refs",
         "_rescored_all",
         "_tiers",
         "_weights",
@@ -216,7 +257,11 @@ class Relevance:
         self.focus: str | None = None
         self.scores: dict[str, Score] = {}
         self._index: Bm25Index | None = None
+        self._refs: ReferenceGraph | None = None
+        self._attended: dict[str, int] = {}  # text node id → seq, for those changed since added
         self._lexical: dict[str, float] = {}
+        self._graph: dict[str, float] = {}
+        self._recent: dict[str, float] = {}
         self._weights: dict[str, tuple[float, float]] = {}  # the query's, at the last scoring
         self._rescored_all = True  # whether the last scoring scored every file
         self._tiers: dict[str, tuple[int, int]] = {}  # node id → (version, tier)
@@ -251,27 +296,35 @@ class Relevance:
         ``layout`` and all scored (``changed`` None), or with the ``changed`` entries only
         and those scored again — all of them when a query term's weight moved."""
         if self.focus is None:
-            self._index = None  # not kept up to date without a focus: dropped
+            self._index = self._refs = None  # not kept up to date without a focus: dropped
+            self._attended = {}
             return {}
         index = self._index
         nodes, ref = layout.nodes, layout.ref
         query = terms(self.focus)
         if index is None or changed is None:
             index = self._index = index or Bm25Index()
+            refs = self._refs = self._refs or ReferenceGraph()
+            self._attended = {}
             present = set()
             for i, node in enumerate(nodes):
                 if not ref[i] and isinstance(node, TextNode):
                     index.update(node)
+                    self._sync(refs, node)
                     present.add(node.id)
             for nid in [nid for nid in index.docs if nid not in present]:
                 index.remove(nid)
+            for nid in [nid for nid in refs if nid not in present]:
+                refs.remove(nid)
             return self._score_all(index, query)
         self._rescored_all = False
         ids = []
+        refs = self._refs or ReferenceGraph()
         for i in changed:
             node = nodes[i]
             if isinstance(node, TextNode):
                 index.update(node)
+                self._sync(refs, node)
                 ids.append(node.id)
         weights = index.weights(query)
         if weights != self._weights:
@@ -284,6 +337,39 @@ class Relevance:
             else:
                 lexical.pop(nid, None)
         return lexical
+
+    def _sync(self, refs: ReferenceGraph, node: TextNode) -> None:
+        """Hold ``node`` in the reference graph at its version, and note whether it
+        changed since it was added (edited, or its state set: the model opened it)."""
+        refs.update(node.id, node.version, node.path, node.content)
+        if node.version > 0:
+            self._attended[node.id] = node.seq
+        else:
+            self._attended.pop(node.id, None)
+
+    def _context_scores(self) -> None:
+        """The graph and recency parts: personalized PageRank over the reference graph
+        seeded by the :data:`SEED_FILES` best lexical matches (by their score) and the
+        :data:`ATTENTION_FILES` most recently changed files (by recency, 1 down to
+        1/ATTENTION_FILES, times the best lexical score), counting only walks that
+        leave their seed, scaled so the highest is 1."""
+        self._graph, self._recent = {}, {}
+        refs = self._refs
+        if refs is None:
+            return
+        lexical = self._lexical
+        best = sorted(lexical.items(), key=lambda kv: (-kv[1], kv[0]))[:SEED_FILES]
+        seeds = dict(best)
+        top = best[0][1] if best else 1.0
+        recent = sorted(self._attended.items(), key=lambda kv: (-kv[1], kv[0]))
+        for k, (nid, _) in enumerate(recent[:ATTENTION_FILES]):
+            weight = 1.0 - k / ATTENTION_FILES
+            self._recent[nid] = weight
+            seeds[nid] = seeds.get(nid, 0.0) + top * weight
+        ranked = refs.rank(seeds, walked_only=True)
+        high = max(ranked.values(), default=0.0)
+        if high > 0:
+            self._graph = {nid: value / high for nid, value in ranked.items() if value > 0}
 
     def _score_all(self, index: Bm25Index, query: list[str]) -> dict[str, float]:
         self._rescored_all = True
@@ -309,13 +395,19 @@ class Relevance:
         else:
             t = tier(node.path, node.cuttable_lines())
             self._tiers[node.id] = (node.version, t)
-        lex = self._lexical.get(node.id, 0.0)
-        bucket = 1 + min(LEXICAL_BUCKETS - 1, int(lex * 2 * LEXICAL_BUCKETS)) if lex > 0 else 0
-        return Score(bucket * TIERS + t, lex, t)
+        nid = node.id
+        lex, graph, recent = (
+            self._lexical.get(nid, 0.0),
+            self._graph.get(nid, 0.0),
+            self._recent.get(nid, 0.0),
+        )
+        combined = lex + GRAPH_WEIGHT * graph + RECENT_WEIGHT * recent
+        return Score(bucket(combined) * TIERS + t, lex, t, False, graph, recent)
 
     def level_all(self, layout: Layout) -> None:
         """Level every entry of ``layout`` (``layout.level``) and keep the scores."""
         self._lexical = self._lexical_scores(layout, None)
+        self._context_scores()
         nodes, ref, parent = layout.nodes, layout.ref, layout.parent
         level = layout.level
         scores: dict[str, Score] = {}
@@ -335,14 +427,20 @@ class Relevance:
         """Level again after the nodes at entries ``changed`` changed: those, and while a
         focus is set every file whose lexical score moved, and their containers. Returns
         the entries whose level changed."""
-        old_lexical = self._lexical
+        old = (self._lexical, self._graph, self._recent)
         self._lexical = self._lexical_scores(layout, changed)
+        if self.focus is not None:
+            self._context_scores()
+        else:
+            self._graph, self._recent = {}, {}
         nodes, first, parent, level = layout.nodes, layout.first, layout.parent, layout.level
         todo = set(changed)
-        if self.focus is not None and self._rescored_all:
-            lexical = self._lexical
-            for nid in old_lexical.keys() | lexical.keys():
-                if old_lexical.get(nid) != lexical.get(nid) and nid in first:
+        new = (self._lexical, self._graph, self._recent)
+        for k, (before, after) in enumerate(zip(old, new, strict=True)):
+            if before is after or (k == 0 and not self._rescored_all):
+                continue  # lexical scores not all rescored: only the changed ones moved
+            for nid in before.keys() | after.keys():
+                if before.get(nid) != after.get(nid) and nid in first:
                     todo.add(first[nid])
         scores = self.scores
         copied = False

@@ -1,0 +1,167 @@
+"""The reference graph between files, and personalized PageRank over it.
+
+A file *defines* the names of its outline entries (:func:`dagctx.outline.outline`: the
+tree-sitter parse of a code file; nothing for other files) and *references* every
+identifier-shaped word of its text (:data:`IDENTIFIER`). Two files are linked when one
+references a name the other defines; the link weighs, per shared name, one over the number
+of files defining it, so a name many files define says little about any one of them. A
+name defined in more than :data:`MAX_DEFINERS` files, or defined and referenced only in
+the same file, links nothing. Links are undirected: a caller and what it calls pull each
+other up.
+
+:class:`ReferenceGraph` keeps, per file, its definitions and references, and the postings
+name → files defining it and name → files referencing it, updated one file at a time
+(:meth:`ReferenceGraph.update` reads that file alone). :meth:`ReferenceGraph.rank` is
+personalized PageRank (restart probability :data:`ALPHA`) from weighted seed files,
+truncated to the walk's first two steps: seeds and their neighbours are expanded, and
+the second step goes out from at most :data:`EXPAND` first-step files. So a ranking costs
+what the seeds' neighbourhood holds, not the graph; and it is a function of the graph and
+the seeds alone (files are visited in sorted order: floating-point sums come out the same
+in every run and for a graph built in any order).
+
+Imports only :mod:`dagctx.outline`; must not import the rest of dagctx.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+
+from dagctx.outline import language_of, outline
+from dagctx.outline.code import LANGUAGES
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+MAX_DEFINERS = 8  # a name defined in more files than this links none of them
+ALPHA = 0.3  # the walk's restart probability
+EXPAND = 32  # first-step files the second step goes out from
+STEPS = 2  # the walk is cut off after this many steps
+
+
+def definitions(path: str, text: str) -> frozenset[str]:
+    """The names a code file at ``path`` defines (its outline's entries; empty for a file
+    that is not code in a known language). Dunder names (``__init__``) are left out: every
+    class has them."""
+    if language_of(path) not in LANGUAGES:
+        return frozenset()
+    names = (e.name for e in outline(path, text).entries)
+    return frozenset(n for n in names if len(n) > 2 and not n.startswith("__"))
+
+
+def references(text: str) -> frozenset[str]:
+    """The identifier-shaped words of ``text`` (three characters or more)."""
+    return frozenset(IDENTIFIER.findall(text))
+
+
+class ReferenceGraph:
+    """Definitions and references per file, and the name postings (module docstring).
+
+    Files are named by a key (a node id); each is kept at a version, and updating it at
+    the version it is kept at does nothing.
+    """
+
+    __slots__ = ("_defined_by", "_files", "_referenced_by")
+
+    def __init__(self) -> None:
+        #: key → (version, names defined, names referenced)
+        self._files: dict[str, tuple[int, frozenset[str], frozenset[str]]] = {}
+        self._defined_by: dict[str, set[str]] = {}
+        self._referenced_by: dict[str, set[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._files
+
+    def __iter__(self) -> Iterator[str]:
+        """The keys of the files held."""
+        return iter(list(self._files))
+
+    def update(self, key: str, version: int, path: str, text: str) -> bool:
+        """Hold file ``key`` (at ``path``, with ``text``) at ``version``; return whether
+        anything was read (False: it was held at that version already)."""
+        old = self._files.get(key)
+        if old is not None and old[0] == version:
+            return False
+        defs = definitions(path, text)
+        refs = references(text) - defs
+        if old is not None and old[1] == defs and old[2] == refs:
+            self._files[key] = (version, defs, refs)
+            return True
+        self.remove(key)
+        self._files[key] = (version, defs, refs)
+        for name in defs:
+            self._defined_by.setdefault(name, set()).add(key)
+        for name in refs:
+            self._referenced_by.setdefault(name, set()).add(key)
+        return True
+
+    def remove(self, key: str) -> None:
+        """Forget file ``key`` (nothing if it is not held)."""
+        old = self._files.pop(key, None)
+        if old is None:
+            return
+        for postings, names in ((self._defined_by, old[1]), (self._referenced_by, old[2])):
+            for name in names:
+                keys = postings[name]
+                keys.discard(key)
+                if not keys:
+                    del postings[name]
+
+    def neighbours(self, key: str) -> dict[str, float]:
+        """The files linked to ``key``, each with the link's weight."""
+        held = self._files.get(key)
+        if held is None:
+            return {}
+        _, defs, refs = held
+        defined_by, referenced_by = self._defined_by, self._referenced_by
+        out: dict[str, float] = {}
+        for name in sorted(refs):  # what this file uses (sorted: the sums come out alike)
+            definers = defined_by.get(name)
+            if definers and len(definers) <= MAX_DEFINERS:
+                w = 1.0 / len(definers)
+                for other in sorted(definers):
+                    out[other] = out.get(other, 0.0) + w
+        for name in sorted(defs):  # who uses what this file defines
+            definers = defined_by[name]
+            if len(definers) <= MAX_DEFINERS:
+                w = 1.0 / len(definers)
+                for other in sorted(referenced_by.get(name, ())):
+                    out[other] = out.get(other, 0.0) + w
+        out.pop(key, None)
+        return out
+
+    def rank(self, seeds: Mapping[str, float], *, walked_only: bool = False) -> dict[str, float]:
+        """Personalized PageRank from ``seeds`` (key → weight > 0; keys not held are
+        ignored), truncated: each file's probability of ending there a walk that starts at
+        a seed (chosen by weight), stops with probability :data:`ALPHA` at each file and
+        is cut off after two steps; from the first step only the :data:`EXPAND` files it
+        most likely reaches go on. Every file with a probability above zero is returned;
+        with ``walked_only``, walks that stop at their seed before a first step are not
+        counted (what the graph adds to the seeds).
+        """
+        start = {k: w for k, w in seeds.items() if w > 0 and k in self._files}
+        total = sum(start.values())
+        if total <= 0:
+            return {}
+        rank: dict[str, float] = {}
+        mass = {k: w / total for k, w in sorted(start.items())}
+        for step in range(STEPS + 1):
+            for key, m in mass.items():
+                if step or not walked_only:
+                    rank[key] = rank.get(key, 0.0) + ALPHA * m
+            if step == STEPS:
+                break
+            if step > 0 and len(mass) > EXPAND:
+                best = sorted(mass.items(), key=lambda km: (-km[1], km[0]))[:EXPAND]
+                mass = dict(sorted(best))
+            walked: dict[str, float] = {}
+            for key, m in mass.items():
+                links = self.neighbours(key)
+                degree = sum(links.values())
+                if degree > 0:
+                    share = (1 - ALPHA) * m / degree
+                    for other in sorted(links):
+                        walked[other] = walked.get(other, 0.0) + share * links[other]
+            mass = dict(sorted(walked.items()))
+        return rank
