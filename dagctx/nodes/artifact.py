@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from dagctx._lines import split_lines
 from dagctx.errors import NodeFieldError
 from dagctx.nodes.base import Node, NodeState
 
@@ -73,7 +74,7 @@ class ArtifactNode(Node):
         self.language = language
         self.title = title
         self.content = content
-        self._lines = content.splitlines()
+        self._lines = split_lines(content)
 
     @property
     def lines(self) -> list[str]:
@@ -88,7 +89,7 @@ class ArtifactNode(Node):
         check_artifact_fields(content, self.kind, self.language, self.title)
         if content == self.content:
             return False
-        self.content, self._lines = content, content.splitlines()
+        self.content, self._lines = content, split_lines(content)
         n = len(self._lines)
         self.mark_changed(f"content updated ({n} line{'s' * (n != 1)})")
         return True

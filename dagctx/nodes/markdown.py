@@ -61,7 +61,9 @@ def _trim(lines: list[str]) -> list[str]:
 def parse_sections(lines: list[str]) -> tuple[list[str], list[_Section]]:
     """Split markdown ``lines`` into (preamble, top-level sections with nested children)."""
     heads: list[tuple[int, str, int, int]] = []  # level, heading, first line, end line
-    tokens = _PARSER.parse("\n".join(lines))
+    # markdown-it also ends a line at a lone "\r"; dagctx does not (dagctx._lines), so the
+    # parser sees a space there and its line numbers stay ours.
+    tokens = _PARSER.parse("\n".join(lines).replace("\r", " "))
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.level == 0 and token.map is not None:
             inline = tokens[i + 1] if i + 1 < len(tokens) else None

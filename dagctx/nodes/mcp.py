@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from dagctx._lines import split_lines
 from dagctx.errors import NodeFieldError
 from dagctx.nodes.base import Node, NodeState
 
@@ -325,7 +326,7 @@ class MCPServerNode(Node):
     def _error_lines(self, with_tail: bool) -> list[str]:
         lines = [f"error: {self.error}"] if self.error else []
         if with_tail and self.stderr_tail:
-            tail = self.stderr_tail.splitlines()[-STDERR_TAIL_LINES:]
+            tail = split_lines(self.stderr_tail)[-STDERR_TAIL_LINES:]
             fence = "```"
             while any(fence in line for line in tail):
                 fence += "`"

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from dagctx._lines import split_lines
 from dagctx._validate import is_finite, is_int
 from dagctx.errors import ShellError
 from dagctx.nodes.base import Node, NodeState
@@ -195,7 +196,7 @@ class ShellNode(Node):
             ("stdout", self.stdout, SUMMARY_LINES),
             ("stderr", self.stderr, 3),
         ):
-            tail = text.splitlines()[-keep:]
+            tail = split_lines(text)[-keep:]
             if tail:
                 last = "last line" if len(tail) == 1 else f"last {len(tail)} lines"
                 lines.append(f"{name} ({last}):")

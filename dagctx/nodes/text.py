@@ -35,6 +35,7 @@ from dagctx._fs import (
     looks_binary,
     open_inside,
 )
+from dagctx._lines import split_lines
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.outline import outline
 from dagctx.outline.kinds import outline_chars
@@ -189,7 +190,7 @@ class TextNode(Node):
             if not (truncated and exc.start >= len(data) - 3):
                 return key, f"[not UTF-8 text (byte {exc.start:,}), not shown]", [], None
             text = data[: exc.start].decode("utf-8")  # a character cut by max_bytes
-        lines = text.splitlines()
+        lines = split_lines(text)
         if not truncated:
             return key, None, lines, None
         lines = lines[:-1] if lines and not text.endswith("\n") else lines

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 
+from dagctx._lines import split_lines
 from dagctx.outline.code import LANGUAGES, MAX_PARSE_BYTES, code_entries, parse_cap, too_deep
 from dagctx.outline.data import (
     fallback_entries,
@@ -65,7 +66,7 @@ def outline(path_or_language: str, text: str, *, first_line: int = 1) -> Outline
     data = parse_cap(head.encode("utf-8", "surrogatepass"))
     if len(data) < len(head):  # many multi-byte characters: the byte cap cut more
         head = data.decode("utf-8", "ignore")
-    lines = head.splitlines()
+    lines = split_lines(head)
     parsed = total if len(head) == len(text) else len(lines)
     if language in LANGUAGES and not too_deep(data):
         try:

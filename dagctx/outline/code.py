@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
+from dagctx._lines import split_lines
 from dagctx.outline.model import DOC_CHARS, SIGNATURE_CHARS, Entry, clip
 
 MAX_PARSE_BYTES = 256 * 1024  # ~80 ms of parsing at worst on this kind of machine
@@ -353,7 +354,7 @@ _TAGS = re.compile(r"<[^>]*>")
 
 def _clean_comment(text: str) -> str:
     """The first line of a comment that has words in it, without comment marks or XML tags."""
-    for line in text.splitlines():
+    for line in split_lines(text):
         line = _TAGS.sub("", _COMMENT_MARKS.sub("", line)).removesuffix("*/").strip()
         if any(ch.isalnum() for ch in line):
             return clip(line, DOC_CHARS)
@@ -370,7 +371,7 @@ def _docstring(node: tree_sitter.Node) -> str:
     if string.type != "string":
         return ""
     content = "".join(_text(c) for c in string.named_children if c.type == "string_content")
-    for line in content.splitlines():
+    for line in split_lines(content):
         if line.strip():
             return clip(line.strip(), DOC_CHARS)
     return ""

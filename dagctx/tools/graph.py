@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dagctx._lines import split_lines
 from dagctx.errors import DagctxError, ToolError
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.text import TextNode
@@ -275,7 +276,7 @@ async def run_shell(
             f"{headline}. Still {node.status} after {min(RUN_SHELL_WAIT, timeout):g} s; its "
             f"result arrives at a later tick and shows in the projection as {node.id}."
         )
-    details = node.render(NodeState.SUMMARY).splitlines()[1:]
+    details = split_lines(node.render(NodeState.SUMMARY))[1:]
     hint = ""
     if node.error and args is None and " " in command.strip():
         hint = "\nThe command is run without a shell: put its arguments in args."

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 import regex
 
+from dagctx._lines import split_lines
 from dagctx._regex import PatternTooLargeError, compile_bounded
 from dagctx.context import Context
 from dagctx.errors import ToolError
@@ -99,7 +100,7 @@ def _grep(compiled: regex.Pattern[str], name: str, content: str) -> str:
     hits: list[str] = []
     total = 0
     try:
-        for number, line in enumerate(content.splitlines(), start=1):
+        for number, line in enumerate(split_lines(content), start=1):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError

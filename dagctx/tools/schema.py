@@ -39,6 +39,7 @@ from typing import Annotated, Any
 import pydantic
 from pydantic_core import PydanticCustomError
 
+from dagctx._lines import split_lines
 from dagctx.errors import ToolError
 
 __all__ = ["Docstring", "FunctionSchema", "function_schema", "parse_docstring"]
@@ -88,7 +89,7 @@ def parse_docstring(doc: str | None) -> Docstring:
     lines inside a paragraph joined. An argument's description may continue on more
     deeply indented lines.
     """
-    lines = inspect.cleandoc(doc or "").splitlines()
+    lines = split_lines(inspect.cleandoc(doc or ""))
     summary: list[str] = []
     args: dict[str, str] = {}
     section: str | None = None
@@ -162,7 +163,7 @@ def _build(fn: Callable[..., Any], exclude: frozenset[str]) -> FunctionSchema:
         model = pydantic.create_model(f"{name}_arguments", __config__=_CONFIG, **fields)
         raw = model.model_json_schema()
     except pydantic.PydanticUserError as exc:
-        reason = str(exc).splitlines()[0]
+        reason = (split_lines(str(exc)) or [""])[0]
         raise ToolError(
             f"the parameters of {name} have no JSON Schema ({reason}); {_SUPPORTED}",
             tool=name,
