@@ -23,3 +23,13 @@ def budget(value: str) -> int:
 def add_encoding(parser: argparse.ArgumentParser) -> None:
     """Add ``--encoding`` (the tiktoken encoding to count with)."""
     parser.add_argument("--encoding", default=DEFAULT_ENCODING, help="tiktoken encoding")
+
+
+def add_secrets(parser: argparse.ArgumentParser) -> None:
+    """Add ``--include-secrets`` (show secret-bearing files and unredacted secrets)."""
+    parser.add_argument(
+        "--include-secrets",
+        action="store_true",
+        help="show .env files, private keys, certificates and credential files, and leave"
+        " secrets in file content unredacted (default: withheld and redacted)",
+    )

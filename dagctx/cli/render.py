@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from dagctx.cli._options import add_encoding, budget
+from dagctx.cli._options import add_encoding, add_secrets, budget
 
 
 def add_parser(commands: Any) -> None:
@@ -16,6 +16,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("path", nargs="?", default=".", help="directory to render (default .)")
     parser.add_argument("--budget", type=budget, required=True, help="token budget")
     add_encoding(parser)
+    add_secrets(parser)
     parser.add_argument("--focus", help="what the task is about: ranks the files against it")
     parser.add_argument("--explain", action="store_true", help="token table on stderr")
     parser.add_argument("--format", choices=("text", "json", "messages"), default="text")
@@ -27,7 +28,12 @@ def run(args: argparse.Namespace) -> int:
     from dagctx.session import Session
     from dagctx.watch.scan import scan_tree
 
-    with Session(args.path, budget=args.budget, encoding=args.encoding) as session:
+    with Session(
+        args.path,
+        budget=args.budget,
+        encoding=args.encoding,
+        include_secrets=args.include_secrets,
+    ) as session:
         scan_tree(session, ".")
         if args.focus:
             session.focus(args.focus)

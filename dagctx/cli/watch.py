@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dagctx.cli._options import add_encoding, budget
+from dagctx.cli._options import add_encoding, add_secrets, budget
 
 
 def add_parser(commands: Any) -> None:
@@ -17,6 +17,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--once", action="store_true", help="scan, write, and exit")
     parser.add_argument("--focus", help="what the task is about: ranks the files against it")
     add_encoding(parser)
+    add_secrets(parser)
     parser.set_defaults(run=run)
 
 

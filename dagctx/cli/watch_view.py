@@ -410,6 +410,8 @@ def open_session(
     encoding: str,
     notice: Callable[[str], None],
     state: Path | None = None,
+    *,
+    include_secrets: bool = False,
 ) -> tuple[Session, str | None]:
     """Resume the session saved in ``state`` (default: ``path``'s ``.dagctx``) as
     ``session.db`` (node states, checkpoints, turn count) with ``budget``, or start a new
@@ -420,7 +422,8 @@ def open_session(
     (``.2``, ``.3``, ... when taken; never overwritten); one that cannot be read now for
     a reason that is not the file's fault (disk full, I/O error) is left as it is, and
     the new session does not save over it. One that counted tokens with another
-    encoding is replaced by the next save.
+    encoding, or that included secrets when ``include_secrets`` is False (or the other way
+    round), is replaced by the next save.
 
     Raises:
         BudgetError, EncodingError, PathError: for a new session.
@@ -451,16 +454,17 @@ def open_session(
             else:
                 notice(f"dagctx watch: not resuming from {saved}: {exc}; moved it to {aside}")
         else:
-            if session.encoding == encoding:
+            if session.encoding != encoding:
+                why = f"it counts tokens with {session.encoding!r}, not {encoding!r}"
+            elif session.include_secrets != include_secrets:
+                why = "it was made with" + ("out" if include_secrets else "") + " --include-secrets"
+            else:
                 session.set_budget(budget)
                 notice(f"dagctx watch: resuming after turn {session.turn} from {saved}")
                 return session, None
             session.close()
-            notice(
-                f"dagctx watch: not resuming from {saved}: it counts tokens with"
-                f" {session.encoding!r}, not {encoding!r}; starting over"
-            )
-    return Session(path, budget=budget, encoding=encoding), off
+            notice(f"dagctx watch: not resuming from {saved}: {why}; starting over")
+    return Session(path, budget=budget, encoding=encoding, include_secrets=include_secrets), off
 
 
 class WriteReporter:
@@ -566,7 +570,9 @@ def run_watch(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr, flush=True)
 
     state = state_location(args.path, notice)
-    session, off = open_session(args.path, args.budget, args.encoding, notice, state)
+    session, off = open_session(
+        args.path, args.budget, args.encoding, notice, state, include_secrets=args.include_secrets
+    )
     with CtrlC().installed() as ctrl_c, session:
         if args.focus:
             session.focus(args.focus)  # applied at the first tick

@@ -267,13 +267,17 @@ def run_stdio(
     *,
     budget: int = 8000,
     encoding: str = DEFAULT_ENCODING,
+    include_secrets: bool = False,
 ) -> None:
     """Open a session on `path` and serve it over stdio until the client disconnects; the
-    session (and every command it still runs) is closed afterwards.
+    session (and every command it still runs) is closed afterwards. ``include_secrets``
+    as for :class:`~dagctx.session.Session`.
 
     Raises:
         BudgetError, EncodingError, PathError: bad budget, encoding or path (raised
             before anything is served).
     """
-    with Session(path, budget=budget, encoding=encoding) as session:
+    with Session(
+        path, budget=budget, encoding=encoding, include_secrets=include_secrets
+    ) as session:
         anyio.run(serve_stdio, session)

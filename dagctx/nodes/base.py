@@ -242,6 +242,11 @@ class Node:
         """A short human-readable name (a path, a title) used in references and tables."""
         return self.id
 
+    def safety_note(self) -> str | None:
+        """What the node holds back from the prompt for safety (a withheld secret-bearing
+        file, redacted secrets), for :meth:`Projection.explain`; None when nothing."""
+        return None
+
     def __repr__(self) -> str:
         return (
             f"<{type(self).__name__} {self.id or '(unattached)'} v{self.version} {self.state.name}>"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from markdown_it import MarkdownIt
 
 from dagctx.nodes.base import Node, NodeState
-from dagctx.nodes.text import DEFAULT_MAX_BYTES, TextNode
+from dagctx.nodes.text import DEFAULT_MAX_BYTES, ReadResult, TextNode
 
 if TYPE_CHECKING:
     pass
@@ -215,7 +215,7 @@ class MarkdownNode(TextNode):
 
     # -- parsing ----------------------------------------------------------------------
 
-    def _load(self, read: tuple[tuple[int, int] | None, str | None, list[str], str | None]) -> bool:
+    def _load(self, read: ReadResult) -> bool:
         changed = super()._load(read)
         if changed:
             self._parse()
@@ -380,7 +380,12 @@ class MarkdownNode(TextNode):
     # -- serialization ----------------------------------------------------------------
 
     def data_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "root": str(self.root), "max_bytes": self.max_bytes}
+        return {
+            "path": self.path,
+            "root": str(self.root),
+            "max_bytes": self.max_bytes,
+            "include_secrets": self.include_secrets,
+        }
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> MarkdownNode:
@@ -388,4 +393,5 @@ class MarkdownNode(TextNode):
             data["path"],
             root=data.get("root", "."),
             max_bytes=data.get("max_bytes", DEFAULT_MAX_BYTES),
+            include_secrets=bool(data.get("include_secrets", False)),
         )

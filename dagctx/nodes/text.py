@@ -12,6 +12,13 @@ node was made, or a node loaded from a tampered session file): the file is opene
 symlink or a FIFO is swapped in while the file is being opened. A file larger than
 ``max_bytes`` is never loaded whole: only its first ``max_bytes`` (or the requested line
 range) are read, and the render says so.
+Secrets (``include_secrets=False``, the default): a secret-bearing file by its name
+(:func:`dagctx._secrets.secret_file_reason`: ``.env``, private keys, certificates,
+credential files) is never read and shows ``[withheld: ...]``; in any other file, secrets
+found in the content (:func:`dagctx._secrets.redact`) are replaced by
+``[REDACTED <kind>]`` when the file is read, so everything after (outline, token counts,
+the render) sees only the redacted text, and the scan runs once per content read.
+:meth:`TextNode.safety_note` says which it was.
 SUMMARY shows the file's outline from :func:`dagctx.outline.outline` (definitions with
 signatures, line ranges and docstring first lines; headings; top-level keys), compacted to
 :func:`~dagctx.outline.kinds.outline_chars` for its kind of file (top-level definitions
@@ -36,6 +43,7 @@ from dagctx._fs import (
     open_inside,
 )
 from dagctx._lines import split_lines
+from dagctx._secrets import describe, redact, secret_file_reason
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.outline import outline
 from dagctx.outline.kinds import outline_chars
@@ -51,7 +59,8 @@ _LANGUAGES = {
 }  # fmt: skip
 
 
-_Read = tuple[tuple[int, int] | None, str | None, list[str], str | None]
+# (stat key, placeholder, lines, notice, secrets redacted: a describe() phrase or None)
+ReadResult = tuple[tuple[int, int] | None, str | None, list[str], str | None, str | None]
 
 
 def _binary(size: int) -> str:
@@ -98,11 +107,13 @@ class TextNode(Node):
         "_summary_outline",
         "_text",
         "end_line",
+        "include_secrets",
         "max_bytes",
         "media_type",
         "notice",
         "path",
         "placeholder",
+        "redacted",
         "root",
         "start_line",
         "total_bytes",
@@ -117,6 +128,7 @@ class TextNode(Node):
         end_line: int | None = None,
         media_type: str | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        include_secrets: bool = False,
         **node_fields: Any,
     ) -> None:
         super().__init__(**node_fields)
@@ -126,6 +138,8 @@ class TextNode(Node):
         self.end_line = end_line
         self.media_type = media_type or mimetypes.guess_type(self.path)[0] or "text/plain"
         self.max_bytes = max_bytes
+        self.include_secrets = include_secrets
+        self.redacted: str | None = None  # what redaction replaced in the lines shown
         self._text = ""  # the lines shown, "\n"-joined
         self._n = -1  # how many lines that is (-1: not read yet)
         self._summary_outline: str | None = None  # made at first SUMMARY
@@ -150,28 +164,32 @@ class TextNode(Node):
     def content(self) -> str:
         return self._text
 
-    def _read(self) -> _Read:
-        """Read the file: (stat key, placeholder, lines, notice)."""
+    def _read(self) -> ReadResult:
+        """Read the file: (stat key, placeholder, lines, notice, secrets redacted)."""
+        if not self.include_secrets:
+            reason = secret_file_reason(self.path)
+            if reason is not None:
+                return self._key(), f"[withheld: {reason}, may hold secrets]", [], None, None
         try:
             fd, st = open_inside(self.root, self.path)
         except FileNotFoundError:
-            return None, "[file deleted]", [], None
+            return None, "[file deleted]", [], None, None
         except OutsideRootError:
             # A symlink swapped in since, or a loaded node naming ../ or an absolute path.
-            return self._key(), "[outside the session root, not shown]", [], None
+            return self._key(), "[outside the session root, not shown]", [], None, None
         except NotRegularFileError as exc:
-            return (exc.stat.st_mtime_ns, exc.stat.st_size), "[not a regular file]", [], None
+            return (exc.stat.st_mtime_ns, exc.stat.st_size), "[not a regular file]", [], None, None
         except OSError as exc:
-            return self._key(), f"[file unreadable: {exc.strerror or exc}]", [], None
+            return self._key(), f"[file unreadable: {exc.strerror or exc}]", [], None, None
         except ValueError as exc:  # a NUL byte in the path of a tampered session file
-            return None, f"[file unreadable: {exc}]", [], None
+            return None, f"[file unreadable: {exc}]", [], None, None
         key = (st.st_mtime_ns, st.st_size)
         self.total_bytes = key[1]  # the same int object as the stat key's
         try:
             with open(fd, "rb") as handle:
                 if self.start_line is not None or self.end_line is not None:
                     if looks_binary(handle.read(SNIFF_BYTES)):
-                        return key, _binary(st.st_size), [], None
+                        return key, _binary(st.st_size), [], None, None
                     handle.seek(0)
                     data, truncated = self._read_range(handle)
                 else:
@@ -179,26 +197,30 @@ class TextNode(Node):
                     # allocation per file); a file that grew since shows the rest next time.
                     data = handle.read(max(min(self.max_bytes, st.st_size), SNIFF_BYTES))
                     if looks_binary(data):
-                        return key, _binary(st.st_size), [], None
+                        return key, _binary(st.st_size), [], None, None
                     data = data[: self.max_bytes]
                     truncated = st.st_size > len(data)
         except OSError as exc:
-            return key, f"[file unreadable: {exc.strerror or exc}]", [], None
+            return key, f"[file unreadable: {exc.strerror or exc}]", [], None, None
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             if not (truncated and exc.start >= len(data) - 3):
-                return key, f"[not UTF-8 text (byte {exc.start:,}), not shown]", [], None
+                return key, f"[not UTF-8 text (byte {exc.start:,}), not shown]", [], None, None
             text = data[: exc.start].decode("utf-8")  # a character cut by max_bytes
+        found = None
+        if not self.include_secrets:
+            text, kinds = redact(text)
+            found = describe(kinds) if kinds else None
         lines = split_lines(text)
         if not truncated:
-            return key, None, lines, None
+            return key, None, lines, None, found
         lines = lines[:-1] if lines and not text.endswith("\n") else lines
         notice = (
             f"[file is {st.st_size:,} bytes; only {len(lines):,} lines were read;"
             " open a (smaller) line range to see more]"
         )
-        return key, None, lines, notice
+        return key, None, lines, notice, found
 
     def _read_range(self, handle: BinaryIO) -> tuple[bytes, bool]:
         """Stream to the line range, keeping at most ``max_bytes`` of it: (bytes, truncated).
@@ -228,14 +250,15 @@ class TextNode(Node):
             taken += 1
         return b"".join(chunks), False
 
-    def _load(self, read: _Read) -> bool:
+    def _load(self, read: ReadResult) -> bool:
         """Adopt a read result; return whether what the node shows changed."""
-        key, placeholder, lines, notice = read
+        key, placeholder, lines, notice, redacted = read
         self._stat = key
         text, n = "\n".join(lines), len(lines)
         if (placeholder, notice, n, text) == (self.placeholder, self.notice, self._n, self._text):
             return False
         self.placeholder, self._text, self._n, self.notice = placeholder, text, n, notice
+        self.redacted = redacted
         self._summary_outline = None
         return True
 
@@ -266,6 +289,12 @@ class TextNode(Node):
             "file deleted" if self.placeholder == "[file deleted]" else "content changed"
         )
         return True
+
+    def safety_note(self) -> str | None:
+        """Why the file is withheld as secret-bearing, or what was redacted from it."""
+        if self.placeholder is not None and self.placeholder.startswith("[withheld: "):
+            return f"{self.placeholder[1:-1]} (include secrets to show it)"
+        return self.redacted
 
     # -- rendering --------------------------------------------------------------------
 
@@ -351,6 +380,7 @@ class TextNode(Node):
             "end_line": self.end_line,
             "media_type": self.media_type,
             "max_bytes": self.max_bytes,
+            "include_secrets": self.include_secrets,
         }
 
     @classmethod
@@ -362,4 +392,5 @@ class TextNode(Node):
             end_line=data.get("end_line"),
             media_type=data.get("media_type"),
             max_bytes=data.get("max_bytes", DEFAULT_MAX_BYTES),
+            include_secrets=bool(data.get("include_secrets", False)),
         )

@@ -420,8 +420,12 @@ class Projector:
         def label_map() -> dict[str, str]:
             return {nodes[i].id: labels[i] for i in range(len(nodes)) if not ref[i]}
 
+        def notes() -> dict[str, str]:
+            found = ((i, nodes[i].safety_note()) for i in range(len(nodes)) if not ref[i])
+            return {nodes[i].id: note for i, note in found if note is not None}
+
         scores = self.relevance.scores
-        return Account(omitted, reasons, label_map, lambda: scores)
+        return Account(omitted, reasons, label_map, lambda: scores, notes)
 
     # -- the careful path ----------------------------------------------------------------
 
@@ -528,4 +532,5 @@ class Projector:
             stable,
             account.labels(),
             scores=account.scores(),
+            notes=account.notes(),
         )

@@ -39,6 +39,7 @@ class Account:
     reasons: Callable[[], dict[str, str]]
     labels: Callable[[], dict[str, str]]
     scores: Callable[[], dict[str, Score]] = dict
+    notes: Callable[[], dict[str, str]] = dict
 
 
 class Projection:
@@ -57,15 +58,19 @@ class Projection:
         labels: node id → label, for every node the projection accounts for.
         scores: node id → relevance :class:`~dagctx.projection.relevance.Score` (what
             decided who degrades first, after priority).
+        notes: node id → what the node holds back for safety (a secret-bearing file
+            withheld, secrets redacted: :meth:`Node.safety_note`).
 
-    ``omitted``, ``degraded``, ``reasons``, ``labels`` and ``scores`` are computed on first access
-    when the projection was built with an :class:`Account`. Projections are immutable.
+    ``omitted``, ``degraded``, ``reasons``, ``labels``, ``scores`` and ``notes`` are
+    computed on first access when the projection was built with an :class:`Account`.
+    Projections are immutable.
     """
 
     __slots__ = (
         "_account",
         "_degraded",
         "_labels",
+        "_notes",
         "_omitted",
         "_reasons",
         "_scores",
@@ -87,6 +92,7 @@ class Projection:
     _reasons: dict[str, str] | None
     _labels: dict[str, str] | None
     _scores: dict[str, Score] | None
+    _notes: dict[str, str] | None
 
     def __init__(
         self,
@@ -102,6 +108,7 @@ class Projection:
         *,
         account: Account | None = None,
         scores: dict[str, Score] | None = None,
+        notes: dict[str, str] | None = None,
     ) -> None:
         put = object.__setattr__
         put(self, "text", text)
@@ -116,6 +123,7 @@ class Projection:
         put(self, "_reasons", reasons if reasons is not None or not empty else {})
         put(self, "_labels", labels if labels is not None or not empty else {})
         put(self, "_scores", scores if scores is not None or not empty else {})
+        put(self, "_notes", notes if notes is not None or not empty else {})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Projection is immutable (cannot set {name!r})")
@@ -142,6 +150,10 @@ class Projection:
     @property
     def scores(self) -> dict[str, Score]:
         return self._lazy("_scores", lambda: self._account.scores())  # type: ignore[union-attr]
+
+    @property
+    def notes(self) -> dict[str, str]:
+        return self._lazy("_notes", lambda: self._account.notes())  # type: ignore[union-attr]
 
     @property
     def degraded(self) -> dict[str, tuple[NodeState, NodeState]]:
@@ -175,8 +187,9 @@ class Projection:
 
     def explain(self) -> str:
         """A plain-text table: each node's states, tokens, relevance score with its parts,
-        and why it was degraded or left out."""
-        labels, reasons, scores = self.labels, self.reasons, self.scores
+        why it was degraded or left out, and what it holds back for safety (a withheld
+        secret-bearing file, redacted secrets; also counted on a last line)."""
+        labels, reasons, scores, notes = self.labels, self.reasons, self.scores, self.notes
 
         def score(node_id: str) -> str:
             found = scores.get(node_id)
@@ -187,6 +200,8 @@ class Projection:
             why = reasons.get(s.node_id, "")
             if s.reference:
                 why = "reference to a node shown earlier"
+            elif s.node_id in notes:
+                why = "; ".join(filter(None, (why, notes[s.node_id])))
             rows.append(
                 (
                     s.node_id,
@@ -199,10 +214,10 @@ class Projection:
                 )
             )
         for node_id in self.omitted:
-            rows.append(
-                (node_id, labels.get(node_id, ""), "", "OMITTED", "0",
-                 reasons.get(node_id, "budget"), score(node_id))
-            )  # fmt: skip
+            why = reasons.get(node_id, "budget")
+            if node_id in notes:
+                why = f"{why}; {notes[node_id]}"
+            rows.append((node_id, labels.get(node_id, ""), "", "OMITTED", "0", why, score(node_id)))
         widths = [min(40, max(len(r[i]) for r in rows)) for i in range(5)]
         why_width = max(len(r[5]) for r in rows)
         lines = [
@@ -218,6 +233,13 @@ class Projection:
             f"total: {used}; {len(self.sections)} sections, {len(self.degraded)} degraded,"
             f" {len(self.omitted)} left out; stable prefix {self.stable_prefix_tokens} tokens"
         )
+        if notes:
+            withheld = sum(1 for note in notes.values() if note.startswith("withheld: "))
+            lines.append(
+                f"secrets: {withheld} secret-bearing files withheld, {len(notes) - withheld}"
+                " files with secrets redacted (include_secrets=True or --include-secrets"
+                " shows them)"
+            )
         return "\n".join(lines)
 
     def to_messages(self) -> list[dict[str, str]]:
@@ -245,6 +267,7 @@ class Projection:
             "omitted": list(self.omitted),
             "degraded": {k: [a.name, b.name] for k, (a, b) in self.degraded.items()},
             "reasons": dict(self.reasons),
+            "notes": dict(self.notes),
         }
 
     def to_json(self) -> str:

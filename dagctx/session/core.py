@@ -101,6 +101,9 @@ class SessionCore:
         root: the directory files are read from; paths outside it are refused.
         budget: the token budget of each projection (a positive int).
         encoding: the tiktoken encoding to count with (default works offline).
+        include_secrets: show secret-bearing files (``.env``, private keys, certificates,
+            credential files) and leave secrets in file content unredacted; by default
+            such files are withheld and secrets redacted (:mod:`dagctx.nodes.text`).
 
     Raises:
         BudgetError, EncodingError, PathError: bad budget, encoding or root.
@@ -111,8 +114,11 @@ class SessionCore:
         root: str | os.PathLike[str] = ".",
         budget: int = 8000,
         encoding: str = DEFAULT_ENCODING,
+        *,
+        include_secrets: bool = False,
     ) -> None:
         self.budget = check_budget(budget)
+        self.include_secrets = bool(include_secrets)
         root_path = Path(root).expanduser()
         try:
             is_dir = root_path.is_dir()
@@ -264,7 +270,7 @@ class SessionCore:
             start, end = _check_lines(lines)
         node = TextNode(
             relative, root=self.root, start_line=start, end_line=end, state=state,
-            priority=priority, frequency=frequency,
+            priority=priority, frequency=frequency, include_secrets=self.include_secrets,
         )  # fmt: skip
         self.add(node, parent=parent)
         return node

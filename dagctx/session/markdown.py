@@ -39,7 +39,12 @@ class MarkdownVerbs(SessionCore):
         if parent is not None:
             self.graph.get(parent)
         node = MarkdownNode(
-            relative, root=self.root, state=state, priority=priority, frequency=frequency
+            relative,
+            root=self.root,
+            state=state,
+            priority=priority,
+            frequency=frequency,
+            include_secrets=self.include_secrets,
         )
         self.add(node, parent=parent)
         node.sync_sections()

@@ -157,6 +157,7 @@ def _dump(session: Session) -> SessionData:
             "root": str(session.root),
             "budget": session.budget,
             "encoding": session.encoding,
+            "include_secrets": session.include_secrets,
             "turn": session.turn,
             "trace_mark": session._trace_mark.position,
             "clock": state.clock,
@@ -206,6 +207,7 @@ def _build(
             saved_root if root is None else root,
             budget=_get(info, "budget", int, where),
             encoding=_get(info, "encoding", str, where),
+            include_secrets=info.get("include_secrets") is True,
         )
     except DagctxError as exc:
         hint = "; pass root= to load it elsewhere" if root is None else ""

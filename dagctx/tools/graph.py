@@ -195,7 +195,13 @@ def open_file(
             existing.set_state(existing.default_state)
             return f"{existing.label()} was hidden as {existing.id}; it is visible again."
         return f"{existing.label()} is already open as {existing.id} ({existing.state.name})."
-    node = TextNode(relative, root=session.root, start_line=first, end_line=end_line)
+    node = TextNode(
+        relative,
+        root=session.root,
+        start_line=first,
+        end_line=end_line,
+        include_secrets=session.include_secrets,
+    )
     if node.placeholder is None and not node.lines and first is not None:
         if node.notice is not None:  # the range's first line alone exceeds max_bytes
             return (

@@ -68,6 +68,7 @@ def scan_tree(
         members: dict[str, list[Node]] = {top_rel: []}
         files = 0
         never = TickFrequency.never()
+        secrets = session.include_secrets
         for rel_path, is_dir in keep.walk(absolute):
             where = rel_path.rpartition("/")[0] if "/" in rel_path else ""
             if is_dir:
@@ -76,7 +77,7 @@ def scan_tree(
                 members[where].append(group)
                 continue
             # The node's own read tells binary and unreadable files (which are skipped).
-            node = TextNode(rel_path, root=session.root, frequency=never)
+            node = TextNode(rel_path, root=session.root, frequency=never, include_secrets=secrets)
             if node.placeholder is not None and node.placeholder.startswith(NOT_TEXT):
                 continue
             session.add(node)

@@ -278,7 +278,12 @@ class TreeTracker:
     def _add_candidate(self, rel: str, plan: ChangeSet) -> None:
         if rel in plan.created or rel in self.files:
             return
-        node = TextNode(rel, root=self.session.root, frequency=TickFrequency.never())
+        node = TextNode(
+            rel,
+            root=self.session.root,
+            frequency=TickFrequency.never(),
+            include_secrets=self.session.include_secrets,
+        )
         if node.placeholder is None or not node.placeholder.startswith(NOT_TEXT):
             plan.created[rel] = node
 

@@ -1,0 +1,248 @@
+"""Secrets (issue 14 item 11): secret-bearing files are withheld and secrets in content
+redacted by default, on real files; ``include_secrets`` (``--include-secrets``) shows them.
+
+Fixtures are real files: a PEM private key (random key material in the real format), a
+``.env`` with AWS- and GitHub-shaped tokens, a Python file with hard-coded tokens, a test
+module embedding a private key.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dagctx.nodes.text as text_module
+from dagctx import Session
+from dagctx._lines import split_lines
+from dagctx._secrets import redact, secret_file_reason
+from dagctx.tokens import DEFAULT_ENCODING, TokenCounter
+from dagctx.watch.scan import scan_tree
+
+GITHUB = "ghp_" + "wWPw5k4aXcaT4fNP0UcnZwJUVFk6LO0pINUx"
+AWS_ID = "AKIA" + "QYLPMN5HFIQR7XYZ"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY"
+STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+SLACK = "xoxb-" + "263594206564-2343594206574-FGqddMF8t08v8N7Oq4i57vs1"
+KEY_BODY_LINES = 25
+
+
+def private_key(seed: int = 0) -> str:
+    """A PEM private key block: random key material in the real format."""
+    rng = random.Random(seed)
+    body = base64.b64encode(bytes(rng.randrange(256) for _ in range(48 * KEY_BODY_LINES)))
+    lines = [body[i : i + 64].decode() for i in range(0, len(body), 64)][:KEY_BODY_LINES]
+    return (
+        "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END RSA PRIVATE KEY-----\n"
+    )
+
+
+CONFIG_PY = f'''"""Settings with hard-coded credentials."""
+GITHUB_TOKEN = "{GITHUB}"
+AWS_ACCESS_KEY_ID = "{AWS_ID}"
+STRIPE_KEY = "{STRIPE}"
+SLACK_TOKEN = "{SLACK}"
+
+
+def token() -> str:
+    return GITHUB_TOKEN
+'''
+ENV = f"AWS_ACCESS_KEY_ID={AWS_ID}\nAWS_SECRET_ACCESS_KEY={AWS_SECRET}\nGITHUB_TOKEN={GITHUB}\n"
+SECRETS = (GITHUB, AWS_ID, AWS_SECRET, STRIPE, SLACK)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "certs").mkdir()
+    (tmp_path / "certs" / "server.key").write_text(private_key(1))
+    (tmp_path / "certs" / "server.pem").write_text(private_key(2))
+    (tmp_path / ".env").write_text(ENV)
+    (tmp_path / ".env.production").write_text(ENV)
+    (tmp_path / "config.py").write_text(CONFIG_PY)
+    (tmp_path / "test_tls.py").write_text(
+        f'KEY = """\\\n{private_key(3)}"""\n\n\ndef test_key():\n    assert KEY\n'
+    )
+    (tmp_path / "README.md").write_text("# Demo\nUses GITHUB_TOKEN from the environment.\n")
+    return tmp_path
+
+
+def render(root: Path, budget: int = 8000, **options: bool) -> tuple[Session, str]:
+    session = Session(root, budget=budget, **options)
+    scan_tree(session, ".")
+    return session, session.project().text
+
+
+class TestWithheldFiles:
+    def test_secret_bearing_files_are_named_not_shown(self, tree: Path) -> None:
+        session, text = render(tree)
+        with session:
+            for name in (".env", ".env.production", "certs/server.key", "certs/server.pem"):
+                assert f"### {name} (#" in text
+            assert "[withheld: environment file, may hold secrets]" in text
+            assert "[withheld: private key file, may hold secrets]" in text
+            assert "PRIVATE KEY-----\n" + private_key(1).split("\n")[1] not in text
+            for secret in SECRETS:
+                assert secret not in text
+
+    def test_explain_lists_each_with_its_reason(self, tree: Path) -> None:
+        session = Session(tree, budget=8000)
+        with session:
+            scan_tree(session, ".")
+            projection = session.project()
+            notes = {projection.labels[k]: v for k, v in projection.notes.items()}
+            explain = projection.explain()
+        assert notes[".env"].startswith("withheld: environment file")
+        assert notes["certs/server.key"].startswith("withheld: private key file")
+        assert notes["config.py"].startswith("4 secrets redacted (")
+        assert notes["test_tls.py"] == "1 secret redacted (private key)"
+        assert "README.md" not in notes
+        assert "withheld: environment file, may hold secrets (include secrets" in explain
+        assert "secrets: 4 secret-bearing files withheld, 2 files with secrets redacted" in explain
+        assert json.loads(projection.to_json())["notes"] == projection.notes
+
+    @pytest.mark.parametrize(
+        ("path", "reason"),
+        [
+            (".env", "environment file"), ("deploy/.env.local", "environment file"),
+            ("prod.env", "environment file"), (".envrc", "environment file"),
+            ("home/.ssh/id_rsa", "private key file"), ("id_ed25519", "private key file"),
+            ("tls/server.KEY", "private key file"), ("store.jks", "keystore"),
+            ("client.p12", "keystore"), ("ca.crt", "certificate"),
+            (".npmrc", "credentials file"), (".pypirc", "credentials file"),
+            ("u/.netrc", "credentials file"), (".aws/credentials", "credentials file"),
+            ("infra/terraform.tfstate", "credentials file"),
+            ("id_rsa.pub", None), ("keys.py", None), ("environment.py", None),
+            ("docs/env.md", None), ("monkey.py", None), ("credentials.md", None),
+        ],
+    )  # fmt: skip
+    def test_names(self, path: str, reason: str | None) -> None:
+        assert secret_file_reason(path) == reason
+
+
+class TestRedaction:
+    def test_tokens_in_code_are_redacted_and_the_code_is_kept(self, tree: Path) -> None:
+        session, text = render(tree)
+        with session:
+            assert 'GITHUB_TOKEN = "[REDACTED GitHub Token]"' in text
+            assert 'AWS_ACCESS_KEY_ID = "[REDACTED AWS Access Key]"' in text
+            assert 'STRIPE_KEY = "[REDACTED Stripe Access Key]"' in text
+            assert 'SLACK_TOKEN = "[REDACTED Slack Token]"' in text
+            assert "def token() -> str:\n    return GITHUB_TOKEN" in text
+
+    def test_an_embedded_private_key_keeps_its_line_numbers(self, tree: Path) -> None:
+        with Session(tree, budget=8000) as session:
+            node = session.text("test_tls.py", state="ALL")
+            shown = session.project().text
+        lines = split_lines((tree / "test_tls.py").read_text())
+        assert len(node.lines) == len(lines)
+        number, width = lines.index("def test_key():") + 1, len(str(1 + len(lines)))
+        assert f"\n{number:>{width}} def test_key():\n" in shown
+        assert "-----BEGIN RSA PRIVATE KEY-----\n" in "\n".join(node.lines) + "\n"
+        assert node.lines[2] == "[REDACTED private key]"
+        assert all(line == "" for line in node.lines[3 : 2 + KEY_BODY_LINES])
+        assert node.lines[2 + KEY_BODY_LINES] == "-----END RSA PRIVATE KEY-----"
+        assert private_key(3).split("\n")[1] not in shown
+
+    def test_the_budget_counts_the_redacted_text(self, tree: Path) -> None:
+        counter = TokenCounter(DEFAULT_ENCODING)
+        for budget in (60, 120, 400, 8000):
+            session, _ = render(tree, budget=budget)
+            with session:
+                projection = session.project()
+                assert projection.tokens == counter.count_exact(projection.text) <= budget
+                for secret in SECRETS:
+                    assert secret not in projection.text
+
+    def test_redaction_runs_once_per_content(
+        self, tree: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        calls: list[int] = []
+        real = text_module.redact
+
+        def counting(text: str) -> object:
+            calls.append(len(text))
+            return real(text)
+
+        monkeypatch.setattr(text_module, "redact", counting)
+        with Session(tree, budget=8000) as session:
+            node = session.text("config.py")
+            assert len(calls) == 1
+            for _ in range(5):
+                session.tick()
+            assert len(calls) == 1  # unchanged file: no re-read, no re-scan
+            path = tree / "config.py"
+            path.write_text(CONFIG_PY + f'NEW = "{STRIPE}x"\n')
+            os.utime(path, ns=(1, 1))
+            session.tick()
+            assert len(calls) == 2
+            assert node.content.endswith('NEW = "[REDACTED Stripe Access Key]"')
+
+    def test_an_edit_that_adds_a_token_is_redacted_at_the_next_tick(self, tree: Path) -> None:
+        with Session(tree, budget=8000) as session:
+            scan_tree(session, ".")
+            (tree / "README.md").write_text(f"# Demo\nexport GITHUB_TOKEN={GITHUB}\n")
+            session.file_changed("README.md")
+            text = session.tick().projection.text
+        assert "export GITHUB_TOKEN=[REDACTED GitHub Token]" in text
+        assert GITHUB not in text
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        st.lists(
+            st.one_of(
+                st.text(st.characters(codec="utf-8", exclude_characters="\r"), max_size=40),
+                st.sampled_from(SECRETS),
+                st.sampled_from(['key = "', "://u:", "@h", "-----BEGIN RSA PRIVATE KEY-----"]),
+                st.just("\n"),
+            ),
+            max_size=30,
+        )
+    )
+    def test_redaction_keeps_lines_and_removes_every_planted_token(self, pieces: list[str]) -> None:
+        text = "".join(pieces)
+        redacted, found = redact(text)
+        assert len(split_lines(redacted)) == len(split_lines(text))
+        for secret in (GITHUB, AWS_ID, STRIPE, SLACK):
+            assert secret not in redacted
+        assert (redacted == text) == (not found)
+
+
+class TestOptIn:
+    def test_include_secrets_shows_everything(self, tree: Path) -> None:
+        session, text = render(tree, include_secrets=True)
+        with session:
+            for secret in SECRETS:
+                assert secret in text
+            assert private_key(1).split("\n")[1] in text
+            assert session.project().notes == {}
+
+    def test_the_choice_survives_save_and_load(self, tree: Path) -> None:
+        path = tree / "saved.db"
+        with Session(tree, budget=8000, include_secrets=True) as session:
+            session.text(".env")
+            session.save(path)
+        with Session.load(path) as loaded:
+            assert loaded.include_secrets
+            assert GITHUB in loaded.project().text
+
+    def test_cli_render_withholds_by_default_and_includes_on_request(self, tree: Path) -> None:
+        def run(*extra: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "dagctx.cli", "render", str(tree), "--budget", "8000",
+                 "--explain", *extra],
+                capture_output=True, text=True, timeout=120, check=True,
+            )  # fmt: skip
+
+        default = run()
+        assert GITHUB not in default.stdout and "[withheld: environment file" in default.stdout
+        assert "secrets: 4 secret-bearing files withheld" in default.stderr
+        included = run("--include-secrets")
+        assert GITHUB in included.stdout and "[withheld" not in included.stdout
