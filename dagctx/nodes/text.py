@@ -1,8 +1,11 @@
 """TextNode: a file under the session root, whole or as a line range.
 
 The node reads its file when created and again on :meth:`TextNode.recompute`, which
-compares mtime and size first and the content second, so an untouched file costs one
-``stat`` and a touched-but-identical file does not bump the version (early cutoff). The
+compares a stat key first (:func:`stat_key`: mtime, size, and the file's identity —
+device, inode, type, permissions, ctime — without following a final symlink, and the
+target's too when it is one) and the content second, so an untouched file costs one
+``lstat``, a file made readable or replaced (by another file or a symlink) is read again,
+and a touched-but-identical file does not bump the version (early cutoff). The
 lines shown are kept as one string (``"\n"``-joined), not a list of lines: a list costs
 more memory than the text it holds.
 Binary, non-UTF-8, unreadable and deleted files render a one-line placeholder instead of
@@ -31,6 +34,7 @@ from __future__ import annotations
 import functools
 import mimetypes
 import os
+import stat
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
@@ -59,8 +63,35 @@ _LANGUAGES = {
 }  # fmt: skip
 
 
+#: A file's stat key: (mtime in ns, size, identity); see :func:`stat_key`.
+StatKey = tuple[int, int, int]
 # (stat key, placeholder, lines, notice, secrets redacted: a describe() phrase or None)
-ReadResult = tuple[tuple[int, int] | None, str | None, list[str], str | None, str | None]
+ReadResult = tuple[StatKey | None, str | None, list[str], str | None, str | None]
+
+
+def _identity(st: os.stat_result) -> int:
+    """Device, inode, mode (file type and permissions) and ctime packed into one int
+    (exactly, no hashing): what changes when a file is replaced, chmod-ed or chown-ed."""
+    return (((st.st_dev << 64 | st.st_ino) << 32 | st.st_mode) << 64) | st.st_ctime_ns
+
+
+def stat_key(path: str) -> StatKey | None:
+    """The stat key of ``path``: (mtime, size, identity) of the file it leads to and, for
+    a symlink, the link's own identity too; None when it cannot be stat-ed (missing, a
+    dangling link, a bad name).
+
+    Equal keys mean the same file with the same metadata: a file replaced (even by a
+    symlink to a file of the same size and mtime), made readable or unreadable, or given
+    a new type, gets a new key, so the node reads it again.
+    """
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISLNK(st.st_mode):
+            return (st.st_mtime_ns, st.st_size, _identity(st))
+        target = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (target.st_mtime_ns, target.st_size, _identity(target) << 256 | _identity(st))
 
 
 def _binary(size: int) -> str:
@@ -145,7 +176,7 @@ class TextNode(Node):
         self._summary_outline: str | None = None  # made at first SUMMARY
         self.placeholder: str | None = None
         self.notice: str | None = None
-        self._stat: tuple[int, int] | None = None
+        self._stat: StatKey | None = None
         self.total_bytes = 0
         self._load(self._read())
 
@@ -165,26 +196,32 @@ class TextNode(Node):
         return self._text
 
     def _read(self) -> ReadResult:
-        """Read the file: (stat key, placeholder, lines, notice, secrets redacted)."""
+        """Read the file: (stat key, placeholder, lines, notice, secrets redacted).
+
+        The key is taken before the file is opened: a change after that gives a new key
+        at the next check, so what was read is never taken for newer than it is.
+        """
+        key = self._key()
         if not self.include_secrets:
             reason = secret_file_reason(self.path)
             if reason is not None:
-                return self._key(), f"[withheld: {reason}, may hold secrets]", [], None, None
+                return key, f"[withheld: {reason}, may hold secrets]", [], None, None
         try:
             fd, st = open_inside(self.root, self.path)
         except FileNotFoundError:
             return None, "[file deleted]", [], None, None
         except OutsideRootError:
             # A symlink swapped in since, or a loaded node naming ../ or an absolute path.
-            return self._key(), "[outside the session root, not shown]", [], None, None
-        except NotRegularFileError as exc:
-            return (exc.stat.st_mtime_ns, exc.stat.st_size), "[not a regular file]", [], None, None
+            return key, "[outside the session root, not shown]", [], None, None
+        except NotRegularFileError:
+            return key, "[not a regular file]", [], None, None
         except OSError as exc:
-            return self._key(), f"[file unreadable: {exc.strerror or exc}]", [], None, None
+            return key, f"[file unreadable: {exc.strerror or exc}]", [], None, None
         except ValueError as exc:  # a NUL byte in the path of a tampered session file
             return None, f"[file unreadable: {exc}]", [], None, None
-        key = (st.st_mtime_ns, st.st_size)
-        self.total_bytes = key[1]  # the same int object as the stat key's
+        size = st.st_size
+        # the same int object as the stat key's when they agree (one int less per node)
+        self.total_bytes = key[1] if key is not None and key[1] == size else size
         try:
             with open(fd, "rb") as handle:
                 if self.start_line is not None or self.end_line is not None:
@@ -262,17 +299,14 @@ class TextNode(Node):
         self._summary_outline = None
         return True
 
-    def _key(self) -> tuple[int, int] | None:
-        """(mtime, size) of the file, following symlinks; None if it cannot be stat-ed."""
-        try:
-            st = os.stat(os.path.join(str(self.root), self.path))
-        except (OSError, ValueError):
-            return None
-        return (st.st_mtime_ns, st.st_size)
+    def _key(self) -> StatKey | None:
+        """The file's :func:`stat_key`."""
+        return stat_key(os.path.join(str(self.root), self.path))
 
     def _reread(self) -> bool:
-        """Re-read the file if its mtime or size changed (or it cannot be stat-ed and was
-        not already shown as deleted); return whether what the node shows changed."""
+        """Re-read the file if its stat key changed (content, permissions, identity or
+        type; or it cannot be stat-ed and was not already shown as deleted); return
+        whether what the node shows changed."""
         key = self._key()
         if key is not None and key == self._stat:
             return False
@@ -281,7 +315,7 @@ class TextNode(Node):
         return self._load(self._read())
 
     def recompute(self) -> bool:
-        """Re-read the file if its mtime or size changed; bump the version only if the
+        """Re-read the file if its stat key changed; bump the version only if the
         shown content differs."""
         if not self._reread():
             return False
