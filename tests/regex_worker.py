@@ -22,7 +22,7 @@ def main() -> None:
     limit = int(sys.argv[1])
     patterns = json.load(sys.stdin)
     workspace = Workspace("ws")
-    workspace.write("notes", "a" * 200 + "\n" + "ab" * 100 + "\nplain line\n")
+    workspace.write_sync("notes", "a" * 200 + "\n" + "ab" * 100 + "\nplain line\n")
     ctx = Context("t")
     ctx.state.set("workspace", workspace)
     grep = next(t for t in get_knowledge_tools() if t.name == "grep_knowledge").bind(ctx)

@@ -135,7 +135,7 @@ def _bad_bind() -> None:
 
 
 def _missing_artifact() -> None:
-    Workspace("w").read("nothing-here")
+    Workspace("w").revert_to_version("nothing-here", 0)
 
 
 def _bad_step() -> None:

@@ -714,7 +714,7 @@ def tool_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, T
     (root / "a.py").write_text("def f():\n    return 1\n" * 20)
     knowledge = KnowledgeStore()
     workspace = Workspace("ws", knowledge_store=knowledge)
-    workspace.write("notes", "alpha beta\ngamma delta aaaa\n" * 10)
+    workspace.write_sync("notes", "alpha beta\ngamma delta aaaa\n" * 10)
     ctx = Context("tools")
     ctx.state.update(working_dir=str(root), workspace=workspace, knowledge_store=knowledge)
     with Session(root, budget=2000) as s:

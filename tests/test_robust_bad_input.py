@@ -66,7 +66,7 @@ class World:
         return {
             "session": session_picture(self.s),
             "ctx": context_picture(self.ctx),
-            "workspace": {n: workspace.get(n).version for n in workspace.list()},
+            "workspace": {a.name: a.version for a in workspace.list()},
             "knowledge": self.ctx.state["knowledge_store"].names(),
             "store": sqlite_picture(self.store.path),
             "session_file": sqlite_picture(self.session_file),
@@ -113,7 +113,7 @@ def build_world(base: Path) -> World:
     store.save({"step": 2, "nested": {"a": [1, 2]}}, {"input_tokens": 5})
     knowledge = KnowledgeStore()
     workspace = Workspace("ws", knowledge_store=knowledge)
-    workspace.write("notes", "alpha beta\ngamma delta\n" * 5)
+    workspace.write_sync("notes", "alpha beta\ngamma delta\n" * 5)
     ctx = Context("tools")
     ctx.state.update(working_dir=str(root), workspace=workspace, knowledge_store=knowledge)
     ctx.state["todos"] = [{"item": "read code", "done": False}]

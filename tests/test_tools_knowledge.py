@@ -24,8 +24,8 @@ def run(tool: Tool[Any], **kwargs: Any) -> str:
 def ctx() -> Context:
     store = KnowledgeStore(chunk_size=200, chunk_overlap=0)
     workspace = Workspace("ws", knowledge_store=store)
-    workspace.write("notes", NOTES)
-    workspace.write("plan", "Step one: profile.\nStep two: fix the slow query.\n")
+    workspace.write_sync("notes", NOTES)
+    workspace.write_sync("plan", "Step one: profile.\nStep two: fix the slow query.\n")
     context = Context("t")
     context.state.set("workspace", workspace)
     context.state.set("knowledge_store", store)
@@ -38,7 +38,7 @@ def tools(ctx: Context) -> dict[str, Tool[Any]]:
 
 class TestGetKnowledge:
     def test_returns_latest_content(self, ctx: Context) -> None:
-        ctx.state["workspace"].write("plan", "Revised plan.")
+        ctx.state["workspace"].write_sync("plan", "Revised plan.")
         assert run(tools(ctx)["get_knowledge"], name="notes") == NOTES
         assert run(tools(ctx)["get_knowledge"], name="plan") == "Revised plan."
 
@@ -84,7 +84,7 @@ class TestGrepKnowledge:
         assert result.startswith("Artifact 'ghost' not found.")
 
     def test_catastrophic_backtracking_is_stopped(self, ctx: Context) -> None:
-        ctx.state["workspace"].write("evil", "a" * 60 + "b\n")
+        ctx.state["workspace"].write_sync("evil", "a" * 60 + "b\n")
         started = time.monotonic()
         result = run(tools(ctx)["grep_knowledge"], name="evil", pattern=r"(a|aa)+$")
         elapsed = time.monotonic() - started
@@ -92,7 +92,7 @@ class TestGrepKnowledge:
         assert elapsed < GREP_TIMEOUT + 2
 
     def test_many_matches_are_capped_and_counted(self, ctx: Context) -> None:
-        ctx.state["workspace"].write("log", "".join(f"hit {i}\n" for i in range(250)))
+        ctx.state["workspace"].write_sync("log", "".join(f"hit {i}\n" for i in range(250)))
         lines = run(tools(ctx)["grep_knowledge"], name="log", pattern="hit").splitlines()
         assert len(lines) == GREP_MAX_MATCHES + 1
         assert lines[-1].startswith(f"... and {250 - GREP_MAX_MATCHES} more matching lines")
@@ -106,13 +106,13 @@ class TestSearchKnowledge:
         assert "fix the slow query" in first
 
     def test_top_k_limits(self, ctx: Context) -> None:
-        ctx.state["workspace"].write("more", "cache again")
+        ctx.state["workspace"].write_sync("more", "cache again")
         result = run(tools(ctx)["search_knowledge"], query="cache", top_k=1)
         assert result.count("(chunk ") == 1
 
     def test_default_top_k_is_five(self, ctx: Context) -> None:
         for i in range(8):
-            ctx.state["workspace"].write(f"doc{i}", f"widget {i}")
+            ctx.state["workspace"].write_sync(f"doc{i}", f"widget {i}")
         result = run(tools(ctx)["search_knowledge"], query="widget")
         assert result.count("(chunk ") == 5
 

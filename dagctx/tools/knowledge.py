@@ -51,7 +51,7 @@ def _attached(ctx: Context, key: str, kind: type[_T]) -> _T | str:
 
 
 def _not_found(workspace: Workspace, name: str) -> str:
-    available = ", ".join(workspace.list()) or "none"
+    available = ", ".join(workspace.names()) or "none"
     return f"Artifact {name!r} not found. Available artifacts: {available}."
 
 
