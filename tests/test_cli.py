@@ -71,7 +71,7 @@ class TestErrors:
             (["render", "/no/such/dir", "--budget", "10"], "'/no/such/dir' is not a directory"),
             (["render", ".", "--budget", "10", "--encoding", "klingon"], "'klingon'"),
             (["render", ".", "--budget", "10", "--format", "xml"], "invalid choice: 'xml'"),
-            (["render"], "--budget"),
+            (["render", "--budget"], "--budget: expected one argument"),
             (["frobnicate"], "invalid choice"),
         ],
     )

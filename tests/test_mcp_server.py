@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -17,6 +19,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from dagctx.knowledge import Workspace
+from dagctx.mcp.arguments import client_schema
 from dagctx.mcp.server import SessionServer, bind_context_tools, reading_context
 from dagctx.session import Session
 from dagctx.tokens import TokenCounter
@@ -44,6 +47,7 @@ async def served(root: Path, errlog: Path, *options: str) -> AsyncIterator[Clien
         command=sys.executable,
         args=["-m", "dagctx.cli", "mcp", str(root), *options],
         cwd=str(root),
+        env=dict(os.environ),  # stdio_client passes only a few variables: PYTHONPATH too
     )
     with errlog.open("w") as err:
         async with (
@@ -78,11 +82,29 @@ async def call(client: ClientSession, tool: str, **arguments: Any) -> str:
     return block.text
 
 
+async def refused(client: ClientSession, tool: str, **arguments: Any) -> str:
+    """The message of a call the tool refused (reported with ``isError``)."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    (block,) = result.content
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
 async def read(client: ClientSession, uri: str) -> str:
+    """The text of a resource (its first contents: the explain table for explain)."""
     result = await client.read_resource(uri)
-    (contents,) = result.contents
+    contents = result.contents[0]
     assert isinstance(contents, types.TextResourceContents)
     return contents.text
+
+
+async def node_id(client: ClientSession, label: str) -> str:
+    """The id list_nodes shows for the node labelled `label` (the tree is scanned)."""
+    for line in (await call(client, "list_nodes")).splitlines():
+        if line.split()[-1] == label:
+            return line.split()[0]
+    raise AssertionError(f"no node {label!r}")
 
 
 class TestTools:
@@ -94,7 +116,8 @@ class TestTools:
             assert [tool.name for tool in listed] == list(expected)
             assert len(listed) == 17
             for tool in listed:
-                assert tool.input_schema == expected[tool.name].parameters
+                assert tool.input_schema == client_schema(expected[tool.name].parameters)
+                assert '"null"' not in json.dumps(tool.input_schema)
                 assert tool.description == expected[tool.name].description
                 assert {"ctx", "session"}.isdisjoint(tool.input_schema["properties"])
 
@@ -117,21 +140,25 @@ class TestTools:
     def test_context_tools_work_in_the_session_root(self, root: Path) -> None:
         async def scenario(client: ClientSession) -> None:
             assert await call(client, "read_file", path="greet.py") == SOURCE
-            assert "outside the working directory" in await call(
+            assert "outside the working directory" in await refused(
                 client, "read_file", path="../server-stderr.log"
             )
-            assert "Artifact 'notes' not found" in await call(client, "get_knowledge", name="notes")
+            assert "Artifact 'notes' not found" in await refused(
+                client, "get_knowledge", name="notes"
+            )
 
         drive(root, scenario)
 
     def test_model_mistakes_come_back_as_messages(self, root: Path) -> None:
         async def scenario(client: ClientSession) -> None:
-            assert "missing required argument 'item'" in await call(client, "add_todo")
-            assert "argument 'tokens' must be an integer" in await call(
+            assert "missing required argument 'item'" in await refused(client, "add_todo")
+            assert "argument 'tokens' must be an integer" in await refused(
                 client, "set_budget", tokens="lots"
             )
-            assert "No node 'text_7'" in await call(client, "hide_node", node_id="text_7")
-            assert "outside the session root" in await call(client, "open_file", path="/etc/hosts")
+            assert "No node 'text_7'" in await refused(client, "hide_node", node_id="text_7")
+            assert "outside the session root" in await refused(
+                client, "open_file", path="/etc/hosts"
+            )
 
         drive(root, scenario)
 
@@ -141,13 +168,14 @@ class TestResources:
         async def scenario(client: ClientSession) -> None:
             resources = (await client.list_resources()).resources
             assert [str(r.uri) for r in resources] == ["dagctx://projection", "dagctx://explain"]
+            greet = await node_id(client, "greet.py")
             reply = await call(client, "open_file", path="greet.py")
-            assert reply.startswith("Opened greet.py as text_1: 5 lines")
+            assert reply == f"greet.py is already open as {greet} (DETAILS)."
             text = await read(client, "dagctx://projection")
             assert SOURCE.rstrip("\n") in text
             assert TokenCounter("cl100k_base").count_exact(text) <= 2000
             explain = await read(client, "dagctx://explain")
-            assert "text_1" in explain
+            assert greet in explain
             assert "greet.py" in explain
             assert "/2000 tokens" in explain.splitlines()[-1]
 
@@ -155,7 +183,8 @@ class TestResources:
 
     def test_a_file_larger_than_the_budget_is_cut_to_fit(self, root: Path) -> None:
         async def scenario(client: ClientSession) -> None:
-            await call(client, "open_file", path="big.txt")
+            big = await node_id(client, "big.txt")
+            await call(client, "set_node_state", node_id=big, state="details")
             text = await read(client, "dagctx://projection")
             tokens = TokenCounter("cl100k_base").count_exact(text)
             assert 250 <= tokens <= 300
@@ -168,8 +197,8 @@ class TestResources:
 
     def test_graph_tools_steer_the_projection(self, root: Path) -> None:
         async def scenario(client: ClientSession) -> None:
-            await call(client, "open_file", path="greet.py")
-            await call(client, "set_node_state", node_id="text_1", state="collapsed")
+            greet = await node_id(client, "greet.py")
+            await call(client, "set_node_state", node_id=greet, state="collapsed")
             assert "- greet.py (5 lines)" in await read(client, "dagctx://projection")
             await call(client, "set_budget", tokens=500)
             stats = await call(client, "show_projection_stats")

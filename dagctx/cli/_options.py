@@ -6,6 +6,9 @@ import argparse
 
 from dagctx.tokens import DEFAULT_ENCODING
 
+#: The token budget of every subcommand when ``--budget`` is not given.
+DEFAULT_BUDGET = 8000
+
 
 def budget(value: str) -> int:
     """An argparse type: a positive int of tokens (else a usage error naming ``value``)."""
@@ -18,6 +21,16 @@ def budget(value: str) -> int:
     if parsed <= 0:
         raise argparse.ArgumentTypeError(f"budget must be a positive integer, got {value!r}")
     return parsed
+
+
+def add_budget(parser: argparse.ArgumentParser) -> None:
+    """Add ``--budget`` (tokens; :data:`DEFAULT_BUDGET` unless given)."""
+    parser.add_argument(
+        "--budget",
+        type=budget,
+        default=DEFAULT_BUDGET,
+        help=f"token budget (default {DEFAULT_BUDGET})",
+    )
 
 
 def add_encoding(parser: argparse.ArgumentParser) -> None:

@@ -7,14 +7,14 @@ import json
 import sys
 from typing import Any
 
-from dagctx.cli._options import add_encoding, add_secrets, budget
+from dagctx.cli._options import add_budget, add_encoding, add_secrets
 
 
 def add_parser(commands: Any) -> None:
     """Add the ``render`` subcommand to ``commands`` (an argparse subparsers action)."""
     parser = commands.add_parser("render", help="print a budgeted projection of a directory")
     parser.add_argument("path", nargs="?", default=".", help="directory to render (default .)")
-    parser.add_argument("--budget", type=budget, required=True, help="token budget")
+    add_budget(parser)
     add_encoding(parser)
     add_secrets(parser)
     parser.add_argument("--focus", help="what the task is about: ranks the files against it")

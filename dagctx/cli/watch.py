@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dagctx.cli._options import add_encoding, add_secrets, budget
+from dagctx.cli._options import add_budget, add_encoding, add_secrets
 
 
 def add_parser(commands: Any) -> None:
     """Add the ``watch`` subcommand to ``commands`` (an argparse subparsers action)."""
     parser = commands.add_parser("watch", help="keep a budgeted projection of a directory fresh")
     parser.add_argument("path", nargs="?", default=".", help="directory to watch (default .)")
-    parser.add_argument("--budget", type=budget, required=True, help="token budget")
+    add_budget(parser)
     parser.add_argument("--out", help="projection file (default PATH/.dagctx/projection.md)")
     parser.add_argument("--once", action="store_true", help="scan, write, and exit")
     parser.add_argument("--focus", help="what the task is about: ranks the files against it")

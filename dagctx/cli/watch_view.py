@@ -70,6 +70,7 @@ from dagctx._fs import (
 from dagctx.errors import CheckpointError, PathError, SessionFileUnavailableError
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
+from dagctx.tokens import get_encoding
 from dagctx.watch.tracker import TreeTracker
 
 if TYPE_CHECKING:
@@ -330,8 +331,9 @@ class LiveView:
 class SessionSaver:
     """Saves the session to ``PATH/.dagctx/session.db``: at most every
     :data:`SAVE_INTERVAL` seconds while watching (a save costs a full write) and at exit.
-    A failed save is reported once and does not stop the watch. ``off`` (a reason,
-    already reported) turns saving off; ``path`` is the file (default: the session's)."""
+    A failed save is reported once (a line to ``notice``, which the caller prefixes
+    with its command's name) and does not stop the watch. ``off`` (a reason, already
+    reported) turns saving off; ``path`` is the file (default: the session's)."""
 
     def __init__(
         self,
@@ -367,7 +369,7 @@ class SessionSaver:
             self.session.save(self.path)
         except CheckpointError as exc:
             if not self._reported:
-                self.notice(f"dagctx watch: the session is not saved: {exc}")
+                self.notice(f"the session is not saved: {exc}")
                 self._reported = True
         self._last = time.monotonic()
 
@@ -398,7 +400,7 @@ def state_location(path: str, notice: Callable[[str], None]) -> Path | None:
         fallback = base / "dagctx" / f"{display_path(root.name) or 'root'}-{digest}"
         make_state_dir(fallback)
         notice(
-            f"dagctx watch: cannot write under {display_path(str(root))}"
+            f"cannot write under {display_path(str(root))}"
             f" ({exc.strerror or exc}); keeping its state in {fallback}"
         )
         return fallback
@@ -439,7 +441,7 @@ def open_session(
         except SessionFileUnavailableError as exc:
             off = f"{saved} could not be read now"
             notice(
-                f"dagctx watch: not resuming from {saved}: {exc}; starting a new session"
+                f"not resuming from {saved}: {exc}; starting a new session"
                 " that will not be saved (the saved one is kept as it is)"
             )
         except CheckpointError as exc:
@@ -448,11 +450,11 @@ def open_session(
             except OSError as move_error:
                 off = f"{saved} could not be moved aside"
                 notice(
-                    f"dagctx watch: not resuming from {saved}: {exc}; it cannot be moved"
+                    f"not resuming from {saved}: {exc}; it cannot be moved"
                     f" aside ({move_error}), so this session will not be saved"
                 )
             else:
-                notice(f"dagctx watch: not resuming from {saved}: {exc}; moved it to {aside}")
+                notice(f"not resuming from {saved}: {exc}; moved it to {aside}")
         else:
             if session.encoding != encoding:
                 why = f"it counts tokens with {session.encoding!r}, not {encoding!r}"
@@ -460,10 +462,10 @@ def open_session(
                 why = "it was made with" + ("out" if include_secrets else "") + " --include-secrets"
             else:
                 session.set_budget(budget)
-                notice(f"dagctx watch: resuming after turn {session.turn} from {saved}")
+                notice(f"resuming after turn {session.turn} from {saved}")
                 return session, None
             session.close()
-            notice(f"dagctx watch: not resuming from {saved}: {why}; starting over")
+            notice(f"not resuming from {saved}: {why}; starting over")
     return Session(path, budget=budget, encoding=encoding, include_secrets=include_secrets), off
 
 
@@ -478,14 +480,14 @@ class WriteReporter:
     def failed(self, exc: OSError) -> None:
         if not self.failing:
             self.notice(
-                f"dagctx watch: the projection is not written: {exc}; the last written one"
+                f"the projection is not written: {exc}; the last written one"
                 " stays, and the next tick tries again"
             )
         self.failing = True
 
     def succeeded(self) -> None:
         if self.failing:
-            self.notice("dagctx watch: the projection is written again")
+            self.notice("the projection is written again")
         self.failing = False
 
 
@@ -567,8 +569,9 @@ def run_watch(args: argparse.Namespace) -> int:
     progress = ScanProgress(console)
 
     def notice(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+        print(f"dagctx watch: {line}", file=sys.stderr, flush=True)
 
+    get_encoding(args.encoding)  # an unknown encoding fails before any notice
     state = state_location(args.path, notice)
     session, off = open_session(
         args.path, args.budget, args.encoding, notice, state, include_secrets=args.include_secrets

@@ -6,8 +6,9 @@ node types are :class:`~dagctx.nodes.mcp.MCPServerNode` and
 :class:`~dagctx.nodes.mcp.MCPToolNode`.
 
 :mod:`dagctx.mcp.server` is the other side, ``dagctx mcp``: a session served over MCP
-(it sits on top of everything: the session, the tools, the knowledge stores). The client
-side must not import the session.
+(it sits on top of everything: the session, the tools, the knowledge stores), with
+:mod:`dagctx.mcp.arguments` (tool schemas and string arguments as clients handle them).
+The client side must not import the session.
 
 The MCP SDK takes about half a second to import, so nothing here imports it until an MCP
 name is used: ``import dagctx`` stays fast for sessions that never speak MCP.

@@ -4,41 +4,57 @@ A client of ``dagctx mcp [PATH]`` gets:
 
 - **tools**: the seven context tools (the todo list in ``session.context``; files and
   knowledge read through a layer over it, see `bind_context_tools`) and the ten graph
-  tools (``set_focus`` among them), bound to the session. Each MCP input schema is the tool's own
-  `Tool.parameters`, from the same generator as the OpenAI schema, and arguments are
-  validated by `Tool.execute`; a model's mistake comes back as the tool's message.
+  tools (``set_focus`` among them), bound to the session. Each MCP input schema is the
+  tool's own `Tool.parameters` as `dagctx.mcp.arguments.client_schema` publishes it (no
+  null unions), arguments in string form are read by `~dagctx.mcp.arguments.coerce_arguments`
+  and validated by `Tool.execute`. A call the tool did not carry out (a
+  `~dagctx.tools.base.Refusal`: invalid arguments, a refused path, an unknown node, a
+  command that timed out) comes back with ``isError: true`` and the tool's message.
 - **resources**: ``dagctx://projection``, the budgeted prompt (reading it runs one tick:
   finished shell results and file changes are applied and the turn advances), and
-  ``dagctx://explain``, the token table of the current projection (no tick).
+  ``dagctx://explain``, where the tokens went in the current projection (no tick), as a
+  text table and as JSON (`explain_data`). A client may subscribe to either
+  (``resources/subscribe``): it gets ``notifications/resources/updated`` whenever the
+  projection text changed after a tick of the file watcher or a tool call (not after
+  its own read).
+- **following the tree** (`SessionServer.follow`): with ``follow=True`` (what ``dagctx
+  mcp`` does) the tree is scanned (or re-surveyed, for a resumed session) before the
+  first request touches the session, and watched with watchfiles while the server runs:
+  each batch of file changes is one tick.
 
 The session is not thread-safe and its verbs block (a tick, the projection of a large
-graph, ``run_shell``'s short wait), so each request runs in a worker thread, one request
-at a time; the event loop stays free to read and answer meanwhile.
+graph, ``run_shell``'s short wait), so each request and each tick of the watcher runs in
+a worker thread, one at a time; the event loop stays free to read and answer meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
+import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from importlib import metadata
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
 import mcp_types as types
+from anyio.abc import TaskStatus
 from mcp.server import Server, ServerRequestContext
+from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from dagctx.context import Context, ContextState
 from dagctx.knowledge import KnowledgeStore, Workspace
-from dagctx.session import Session
+from dagctx.mcp.arguments import client_schema, coerce_arguments
+from dagctx.projection import Projection
+from dagctx.session import Session, TickResult
 from dagctx.tokens import DEFAULT_ENCODING
 from dagctx.tools import Tool, get_context_tools, get_graph_tools, get_planning_tools
+from dagctx.tools.base import Refusal
 from dagctx.tools.files import WORKING_DIR_KEY
 from dagctx.tools.knowledge import KNOWLEDGE_STORE_KEY, WORKSPACE_KEY
 
@@ -47,10 +63,14 @@ __all__ = [
     "PROJECTION_URI",
     "SessionServer",
     "bind_context_tools",
+    "explain_data",
     "reading_context",
     "run_stdio",
     "serve_stdio",
 ]
+
+if TYPE_CHECKING:
+    from dagctx.watch.tracker import TreeTracker
 
 PROJECTION_URI = "dagctx://projection"
 EXPLAIN_URI = "dagctx://explain"
@@ -96,29 +116,68 @@ def bind_context_tools(session: Session) -> list[Tool[Any]]:
     ]
 
 
+def explain_data(projection: Projection) -> dict[str, Any]:
+    """Where the tokens of `projection` went, as JSON: the totals, then one entry per
+    section (node id, label, requested and rendered state, tokens, lines cut, why) and
+    per node left out (node id, label, why)."""
+    labels, reasons = projection.labels, projection.reasons
+    return {
+        "tokens": projection.tokens,
+        "budget": projection.budget,
+        "stable_prefix_tokens": projection.stable_prefix_tokens,
+        "sections": [
+            {
+                "node_id": s.node_id,
+                "label": labels.get(s.node_id, ""),
+                "requested_state": s.requested_state.name,
+                "rendered_state": s.rendered_state.name,
+                "tokens": s.tokens,
+                "cut_lines": s.cut_lines,
+                "reference": s.reference,
+                "why": reasons.get(s.node_id, ""),
+            }
+            for s in projection.sections
+        ],
+        "omitted": [
+            {"node_id": n, "label": labels.get(n, ""), "why": reasons.get(n, "budget")}
+            for n in projection.omitted
+        ],
+    }
+
+
 class SessionServer:
     """The tools and resources of one served session, independent of the transport.
 
     Args:
         session: the session the tools (see `bind_context_tools`) and resources act on.
+        after_tick: called (in the worker thread, with the session to itself) after each
+            tick of `follow`, e.g. to save the session now and then.
     """
 
-    def __init__(self, session: Session) -> None:
+    def __init__(
+        self, session: Session, *, after_tick: Callable[[TickResult], None] | None = None
+    ) -> None:
         self.session = session
         tools = bind_context_tools(session)
         tools += [tool.bind(session) for tool in get_graph_tools()]
         self.tools: dict[str, Tool[Any]] = {tool.name: tool for tool in tools}
+        self._after_tick = after_tick
         self._lock = anyio.Lock()
+        #: Subscribed resource URI → the client connections to tell when it changed.
+        self._subscribers: dict[str, set[ServerSession]] = {}
+        #: The projection text the clients were last told about (or read themselves).
+        self._seen: str | None = None
 
     # -- what the server offers -------------------------------------------------------
 
     def list_tools(self) -> list[types.Tool]:
-        """Every tool as an MCP tool definition (schemas are copies of `Tool.parameters`)."""
+        """Every tool as an MCP tool definition (schemas: `client_schema` of
+        `Tool.parameters`)."""
         return [
             types.Tool(
                 name=tool.name,
                 description=tool.description,
-                input_schema=copy.deepcopy(tool.parameters),
+                input_schema=client_schema(tool.parameters),
             )
             for tool in self.tools.values()
         ]
@@ -140,7 +199,7 @@ class SessionServer:
                 name="explain",
                 title="Where the tokens went",
                 description="Per node: requested and rendered state, tokens, and why a node"
-                " was degraded or left out.",
+                " was degraded or left out; a text table, then the same as JSON.",
                 mime_type="text/plain",
             ),
         ]
@@ -148,7 +207,8 @@ class SessionServer:
     # -- answering requests -----------------------------------------------------------
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        """Run a tool; its text (result or message for the model) is the content.
+        """Run a tool; its text (result or message for the model) is the content, with
+        ``is_error`` when the tool refused the call (a `Refusal`).
 
         An unexpected failure inside a tool is logged and returned with ``is_error``.
 
@@ -159,47 +219,133 @@ class SessionServer:
         if tool is None:
             known = ", ".join(self.tools)
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {name!r}; tools: {known}")
+        given = coerce_arguments(tool.parameters, arguments or {})
         try:
-            text = await self._exclusive(partial(_execute, tool, dict(arguments or {})))
+            text = await self._exclusive(partial(_execute, tool, given))
         except Exception as exc:
             logger.exception("tool %s failed", name)
             return types.CallToolResult(
                 content=[types.TextContent(text=f"{name} failed unexpectedly: {exc!r}")],
                 is_error=True,
             )
-        return types.CallToolResult(content=[types.TextContent(text=text)])
+        if not isinstance(text, Refusal):
+            await self._notify_if_changed()
+        return types.CallToolResult(
+            content=[types.TextContent(text=str(text))], is_error=isinstance(text, Refusal)
+        )
 
-    async def read_resource(self, uri: str) -> str:
-        """The text of a resource (see the module docstring).
+    async def read_resource(self, uri: str) -> list[types.TextResourceContents]:
+        """The contents of a resource (see the module docstring).
 
         Raises:
             MCPError: unknown URI (an MCP ``INVALID_PARAMS`` error).
         """
-        reader: Callable[[], str]
         if uri == PROJECTION_URI:
-            reader = self._projection_text
-        elif uri == EXPLAIN_URI:
-            reader = self._explain_text
-        else:
+            text = await self._exclusive(self._projection_text)
+            return [types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
+        if uri == EXPLAIN_URI:
+            projection = await self._exclusive(self.session.project)
+            data = json.dumps(explain_data(projection), ensure_ascii=False)
+            return [
+                types.TextResourceContents(
+                    uri=uri, mime_type="text/plain", text=projection.explain()
+                ),
+                types.TextResourceContents(uri=uri, mime_type="application/json", text=data),
+            ]
+        known = f"{PROJECTION_URI}, {EXPLAIN_URI}"
+        raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}; resources: {known}")
+
+    def subscribe(self, uri: str, client: ServerSession) -> None:
+        """Tell `client` when resource `uri` changed.
+
+        Raises:
+            MCPError: unknown URI (an MCP ``INVALID_PARAMS`` error).
+        """
+        if uri not in (PROJECTION_URI, EXPLAIN_URI):
             known = f"{PROJECTION_URI}, {EXPLAIN_URI}"
             raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}; resources: {known}")
-        return await self._exclusive(reader)
+        self._subscribers.setdefault(uri, set()).add(client)
+
+    def unsubscribe(self, uri: str, client: ServerSession) -> None:
+        """Stop telling `client` about `uri` (nothing happens if it was not subscribed)."""
+        self._subscribers.get(uri, set()).discard(client)
 
     def _projection_text(self) -> str:
-        return self.session.tick().projection.text
-
-    def _explain_text(self) -> str:
-        return self.session.project().explain()
+        text = self.session.tick().projection.text
+        self._seen = text
+        return text
 
     async def _exclusive(self, work: Callable[[], T]) -> T:
         """Run blocking `work` in a worker thread, never two at a time."""
         async with self._lock:
             return await anyio.to_thread.run_sync(work)
 
+    async def _notify_if_changed(self, projection: Projection | None = None) -> None:
+        """Send ``resources/updated`` to the subscribers when the text of `projection`
+        (default: the session's current one) differs from the one they last saw."""
+        if not any(self._subscribers.values()):
+            return
+        if projection is None:
+            projection = await self._exclusive(self.session.project)
+        text = projection.text
+        if text == self._seen:
+            return
+        self._seen = text
+        for uri in (PROJECTION_URI, EXPLAIN_URI):
+            for client in list(self._subscribers.get(uri, ())):
+                try:
+                    await client.send_resource_updated(uri)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    self._subscribers[uri].discard(client)
+
+    # -- following the tree -----------------------------------------------------------
+
+    async def follow(
+        self,
+        ignore: Iterable[str | os.PathLike[str]] = (),
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Scan the session's tree (re-survey it when the session holds it), tick, then
+        tick once per batch of file changes until cancelled, telling the subscribers
+        when the projection changed. ``ignore`` names files never tracked. Reports
+        started (for `anyio.abc.TaskGroup.start`) once it holds the session, so no
+        request sees it before the scan.
+
+        Raises:
+            WatchError: the OS refused to watch the tree.
+        """
+        from dagctx.watch.loop import TreeWatcher
+        from dagctx.watch.tracker import TreeTracker
+
+        tracker = TreeTracker(self.session, ".", ignore=ignore)
+        async with TreeWatcher(tracker) as watcher:
+            async with self._lock:
+                task_status.started()
+                await anyio.to_thread.run_sync(tracker.load)
+                await anyio.to_thread.run_sync(self._tick, tracker)
+            while (batch := await watcher.next()) is not None:
+                async with self._lock:
+                    plan = await anyio.to_thread.run_sync(tracker.plan, *batch)
+                    if not plan:
+                        continue
+                    self.session.queue_result(partial(tracker.apply, plan))
+                    result = await anyio.to_thread.run_sync(self._tick, tracker)
+                await self._notify_if_changed(result.projection)
+
+    def _tick(self, tracker: TreeTracker) -> TickResult:
+        result = self.session.tick()
+        if tracker.pending_removals():
+            self.session.queue_result(tracker.reap)
+        if self._after_tick is not None:
+            self._after_tick(result)
+        return result
+
     # -- the SDK server ---------------------------------------------------------------
 
     def build(self) -> Server[Any]:
-        """A low-level MCP `Server` answering tools and resources requests."""
+        """A low-level MCP `Server` answering tools and resources requests and resource
+        subscriptions."""
 
         async def on_list_tools(
             ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -219,12 +365,20 @@ class SessionServer:
         async def on_read_resource(
             ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
         ) -> types.ReadResourceResult:
-            uri = str(params.uri)
-            text = await self.read_resource(uri)
-            mime = next(r.mime_type for r in self.list_resources() if r.uri == uri)
-            return types.ReadResourceResult(
-                contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)]
-            )
+            contents = await self.read_resource(str(params.uri))
+            return types.ReadResourceResult(contents=list(contents))
+
+        async def on_subscribe(
+            ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+        ) -> types.EmptyResult:
+            self.subscribe(str(params.uri), ctx.session)
+            return types.EmptyResult()
+
+        async def on_unsubscribe(
+            ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+        ) -> types.EmptyResult:
+            self.unsubscribe(str(params.uri), ctx.session)
+            return types.EmptyResult()
 
         return Server(
             SERVER_NAME,
@@ -240,6 +394,8 @@ class SessionServer:
             on_call_tool=on_call_tool,
             on_list_resources=on_list_resources,
             on_read_resource=on_read_resource,
+            on_subscribe_resource=on_subscribe,
+            on_unsubscribe_resource=on_unsubscribe,
         )
 
 
@@ -255,11 +411,23 @@ def _version() -> str:
         return "0"
 
 
-async def serve_stdio(session: Session) -> None:
-    """Serve `session` over this process's stdin/stdout until the client disconnects."""
-    server = SessionServer(session).build()
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+async def serve_stdio(
+    session: Session,
+    *,
+    follow: bool = False,
+    ignore: Iterable[str | os.PathLike[str]] = (),
+    after_tick: Callable[[TickResult], None] | None = None,
+) -> None:
+    """Serve `session` over this process's stdin/stdout until the client disconnects;
+    with `follow`, scan and watch its tree meanwhile (`SessionServer.follow`, given
+    `ignore`; `after_tick` runs after each of its ticks)."""
+    server = SessionServer(session, after_tick=after_tick)
+    lowlevel = server.build()
+    async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as group:
+        if follow:
+            await group.start(partial(server.follow, ignore))
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        group.cancel_scope.cancel()
 
 
 def run_stdio(
@@ -269,9 +437,10 @@ def run_stdio(
     encoding: str = DEFAULT_ENCODING,
     include_secrets: bool = False,
 ) -> None:
-    """Open a session on `path` and serve it over stdio until the client disconnects; the
-    session (and every command it still runs) is closed afterwards. ``include_secrets``
-    as for :class:`~dagctx.session.Session`.
+    """Open a session on `path`, scan its tree and serve it over stdio, following file
+    changes, until the client disconnects; the session (and every command it still runs)
+    is closed afterwards. Nothing is saved (``dagctx mcp`` resumes and saves).
+    ``include_secrets`` as for :class:`~dagctx.session.Session`.
 
     Raises:
         BudgetError, EncodingError, PathError: bad budget, encoding or path (raised
@@ -280,4 +449,4 @@ def run_stdio(
     with Session(
         path, budget=budget, encoding=encoding, include_secrets=include_secrets
     ) as session:
-        anyio.run(serve_stdio, session)
+        anyio.run(partial(serve_stdio, session, follow=True))

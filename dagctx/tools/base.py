@@ -10,7 +10,8 @@ Two kinds of failure are kept apart:
 
 - mistakes of the model (a wrong or missing argument, an index out of range, a file
   outside the working directory) come back from `Tool.execute` as a message string the
-  model can read and act on;
+  model can read and act on: a `Refusal`, a ``str`` that marks the call as not carried
+  out (the MCP server reports it with ``isError: true``);
 - mistakes of the program (executing an unbound tool, binding the wrong kind of object)
   raise `ToolError`.
 """
@@ -27,10 +28,18 @@ from dagctx.errors import ToolError
 from dagctx.tools.schema import FunctionSchema, JsonSchema, function_schema
 from dagctx.tools.validation import validate_arguments
 
-__all__ = ["ContextTool", "Tool", "ToolFunction"]
+__all__ = ["ContextTool", "Refusal", "Tool", "ToolFunction"]
 
 T = TypeVar("T")
 ToolFunction = Callable[..., str | Awaitable[str]]
+
+
+class Refusal(str):
+    """A tool's message for a call it did not carry out (a bad argument, a refused path,
+    an unknown node id, a command that timed out): the text says what to do instead.
+    It is a ``str``, so a caller that only reads the text sees no difference."""
+
+    __slots__ = ()
 
 
 class Tool(Generic[T]):
@@ -123,8 +132,8 @@ class Tool(Generic[T]):
         """Validate `kwargs` against the schema and run the tool on its target.
 
         Returns the tool's result, or — when an argument is missing, unknown or of the
-        wrong type — a message naming the argument and the expected type; the tool does
-        not run then.
+        wrong type — a `Refusal` naming the argument and the expected type; the tool
+        does not run then.
 
         Raises:
             ToolError: The tool is not bound.
@@ -137,7 +146,7 @@ class Tool(Generic[T]):
             )
         problem = self.check_arguments(kwargs)
         if problem is not None:
-            return problem
+            return Refusal(problem)
         result = self._fn(self._target, **kwargs)
         if inspect.isawaitable(result):
             result = await result

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dagctx import _fs
 from dagctx.context import Context
-from dagctx.tools.base import ContextTool
+from dagctx.tools.base import ContextTool, Refusal
 
 __all__ = ["MAX_FILE_BYTES", "get_file_tools", "read_file"]
 
@@ -33,59 +33,59 @@ def read_file(ctx: Context, path: str) -> str:
     """
     working_dir = ctx.state.get(WORKING_DIR_KEY)
     if working_dir is None:
-        return "No working directory is set for this context (ctx.state['working_dir'])."
+        return Refusal("No working directory is set for this context (ctx.state['working_dir']).")
     if "\x00" in path:
-        return f"Refused {path!r}: the path contains a NUL byte."
+        return Refusal(f"Refused {path!r}: the path contains a NUL byte.")
     if not path.strip():
-        return "Give a path relative to the working directory."
+        return Refusal("Give a path relative to the working directory.")
     if os.path.isabs(path):
-        return (
+        return Refusal(
             f"Refused {path!r}: absolute paths are not allowed; "
             "give a path relative to the working directory."
         )
     try:
         root = Path(working_dir).resolve(strict=True)
     except (OSError, RuntimeError) as exc:
-        return f"The working directory {str(working_dir)!r} cannot be used: {exc}."
+        return Refusal(f"The working directory {str(working_dir)!r} cannot be used: {exc}.")
     outside = f"Refused {path!r}: it resolves outside the working directory."
     try:
         _, relative = _fs.resolve_inside(root, path)
     except _fs.OutsideRootError:
-        return outside
+        return Refusal(outside)
     except OSError as exc:  # a symlink loop, a name too long
-        return f"Cannot resolve {path!r} in the working directory: {exc}."
+        return Refusal(f"Cannot resolve {path!r} in the working directory: {exc}.")
     try:
         fd, info = _fs.open_inside(root, relative)
     except _fs.OutsideRootError:  # a component swapped for a symlink since the lookup
-        return outside
+        return Refusal(outside)
     except _fs.NotRegularFileError as exc:
         if exc.is_dir:
-            return f"Refused {path!r}: it is a directory, not a file."
-        return f"Refused {path!r}: it is not a regular file."
+            return Refusal(f"Refused {path!r}: it is a directory, not a file.")
+        return Refusal(f"Refused {path!r}: it is not a regular file.")
     except FileNotFoundError:
-        return f"File not found: {path!r}."
+        return Refusal(f"File not found: {path!r}.")
     except OSError as exc:
-        return f"Cannot read {path!r}: {exc.strerror}."
+        return Refusal(f"Cannot read {path!r}: {exc.strerror}.")
     try:
         if info.st_size > MAX_FILE_BYTES:
             return _too_large(path, f"{info.st_size:,}")
         data = _read_prefix(fd, MAX_FILE_BYTES + 1)
     except OSError as exc:
-        return f"Cannot read {path!r}: {exc.strerror}."
+        return Refusal(f"Cannot read {path!r}: {exc.strerror}.")
     finally:
         os.close(fd)
     if len(data) > MAX_FILE_BYTES:
         return _too_large(path, f"more than {MAX_FILE_BYTES:,}")
     if _fs.looks_binary(data):
-        return f"Refused {path!r}: it looks like a binary file (contains NUL bytes)."
+        return Refusal(f"Refused {path!r}: it looks like a binary file (contains NUL bytes).")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        return f"Refused {path!r}: it looks like a binary file (not valid UTF-8 text)."
+        return Refusal(f"Refused {path!r}: it looks like a binary file (not valid UTF-8 text).")
 
 
-def _too_large(path: str, size: str) -> str:
-    return (
+def _too_large(path: str, size: str) -> Refusal:
+    return Refusal(
         f"Refused {path!r}: the file is {size} bytes, over the size limit of "
         f"{MAX_FILE_BYTES:,} bytes for read_file."
     )

@@ -25,7 +25,7 @@ from dagctx._lines import split_lines
 from dagctx.errors import DagctxError, ToolError
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.text import TextNode
-from dagctx.tools.base import Tool
+from dagctx.tools.base import Refusal, Tool
 
 if TYPE_CHECKING:
     from dagctx.session import Session
@@ -84,7 +84,7 @@ class SessionTool(Tool["Session"]):
         except ToolError:
             raise
         except DagctxError as exc:
-            return f"{self.name} failed: {exc}"
+            return Refusal(f"{self.name} failed: {exc}")
 
 
 # -- looking at the graph ---------------------------------------------------------------
@@ -101,15 +101,15 @@ def list_nodes(session: Session, offset: int = 0, limit: int = LIST_LIMIT) -> st
         limit: Largest number of nodes to list.
     """
     if offset < 0:
-        return f"offset must be 0 or more, got {offset}."
+        return Refusal(f"offset must be 0 or more, got {offset}.")
     if not 1 <= limit <= _LIST_MAX:
-        return f"limit must be between 1 and {_LIST_MAX}, got {limit}."
+        return Refusal(f"limit must be between 1 and {_LIST_MAX}, got {limit}.")
     nodes = session.nodes()
     if not nodes:
         return "The graph has no nodes yet; add one with open_file or run_shell."
     page = nodes[offset : offset + limit]
     if not page:
-        return f"No nodes from offset {offset}; the graph has {len(nodes)} nodes."
+        return Refusal(f"No nodes from offset {offset}; the graph has {len(nodes)} nodes.")
     rows = [
         (node.id, node.type_name, node.state.name, str(_tokens(session, node)), node.label())
         for node in page
@@ -177,18 +177,18 @@ def open_file(
         end_line: Last line to show (inclusive); omit to show to the end.
     """
     if start_line is not None and start_line < 1:
-        return f"start_line must be 1 or more, got {start_line}."
+        return Refusal(f"start_line must be 1 or more, got {start_line}.")
     if end_line is not None and end_line < (start_line or 1):
-        return f"end_line must be at least start_line ({start_line or 1}), got {end_line}."
+        return Refusal(f"end_line must be at least start_line ({start_line or 1}), got {end_line}.")
     first = None if start_line == 1 else start_line
     try:
         absolute, relative = session.resolve_path(path)
     except DagctxError as exc:
-        return f"Refused {path!r}: {exc}. Give a path inside the session root."
+        return Refusal(f"Refused {path!r}: {exc}. Give a path inside the session root.")
     if not absolute.exists():
-        return f"File not found: {path!r} (under the session root)."
+        return Refusal(f"File not found: {path!r} (under the session root).")
     if not absolute.is_file():
-        return f"Refused {path!r}: it is not a regular file."
+        return Refusal(f"Refused {path!r}: it is not a regular file.")
     existing = _already_open(session, relative, first, end_line)
     if existing is not None:
         if existing.state == NodeState.HIDDEN:
@@ -208,7 +208,7 @@ def open_file(
                 f"Nothing was opened: line {first} of {relative} is longer than"
                 f" {node.max_bytes:,} bytes, the most a text node reads."
             )
-        return f"{relative} has fewer than {first} lines; nothing was opened."
+        return Refusal(f"{relative} has fewer than {first} lines; nothing was opened.")
     session.add(node)
     if node.placeholder is not None:
         return f"Opened {node.label()} as {node.id}, but it shows only {node.placeholder}."
@@ -229,7 +229,7 @@ def set_node_state(session: Session, node_id: str, state: str) -> str:
     try:
         wanted = NodeState.parse(state)
     except DagctxError:
-        return f"Unknown state {state!r}; use one of {_STATE_NAMES}."
+        return Refusal(f"Unknown state {state!r}; use one of {_STATE_NAMES}.")
     node = _find(session, node_id)
     if isinstance(node, str):
         return node
@@ -286,7 +286,8 @@ async def run_shell(
     hint = ""
     if node.error and args is None and " " in command.strip():
         hint = "\nThe command is run without a shell: put its arguments in args."
-    return "\n".join([headline, *details]) + hint
+    text = "\n".join([headline, *details]) + hint
+    return Refusal(text) if node.error else text
 
 
 def checkpoint(session: Session, name: str) -> str:
@@ -296,7 +297,7 @@ def checkpoint(session: Session, name: str) -> str:
         name: Name to save it under; an existing checkpoint of that name is replaced.
     """
     if not name.strip():
-        return "Give the checkpoint a non-empty name."
+        return Refusal("Give the checkpoint a non-empty name.")
     replaced = name in session.checkpoints()
     session.checkpoint(name)
     verb = "Replaced" if replaced else "Saved"
@@ -312,7 +313,7 @@ def restore(session: Session, name: str) -> str:
     """
     if name not in session.checkpoints():
         known = ", ".join(repr(n) for n in session.checkpoints()) or "none"
-        return f"No checkpoint named {name!r}. Saved checkpoints: {known}."
+        return Refusal(f"No checkpoint named {name!r}. Saved checkpoints: {known}.")
     newer = session.restore(name)
     kept = f"; nodes created since stay as roots: {', '.join(newer)}" if newer else ""
     return f"Restored checkpoint {name!r}{kept}."
@@ -325,7 +326,7 @@ def set_budget(session: Session, tokens: int) -> str:
         tokens: The new budget, a positive number of tokens.
     """
     if tokens < 1:
-        return f"The budget must be a positive number of tokens, got {tokens}."
+        return Refusal(f"The budget must be a positive number of tokens, got {tokens}.")
     old = session.budget
     session.set_budget(tokens)
     return f"Budget: {old} → {tokens} tokens."
@@ -357,7 +358,7 @@ def _find(session: Session, node_id: str) -> Node | str:
     try:
         return session.get(node_id)
     except DagctxError:
-        return f"No node {node_id!r}; list_nodes shows the ids."
+        return Refusal(f"No node {node_id!r}; list_nodes shows the ids.")
 
 
 def _already_open(

@@ -24,7 +24,7 @@ from dagctx._regex import PatternTooLargeError, compile_bounded
 from dagctx.context import Context
 from dagctx.errors import ToolError
 from dagctx.knowledge import KnowledgeStore, Workspace, tokenize
-from dagctx.tools.base import ContextTool
+from dagctx.tools.base import ContextTool, Refusal
 
 __all__ = ["get_knowledge", "get_knowledge_tools", "grep_knowledge", "search_knowledge"]
 
@@ -42,7 +42,9 @@ def _attached(ctx: Context, key: str, kind: type[_T]) -> _T | str:
     """``ctx.state[key]`` if it is a `kind`; a message if absent; `ToolError` if wrong."""
     value = ctx.state.get(key)
     if value is None:
-        return f"No {kind.__name__} is attached to this context (ctx.state[{key!r}] is unset)."
+        return Refusal(
+            f"No {kind.__name__} is attached to this context (ctx.state[{key!r}] is unset)."
+        )
     if not isinstance(value, kind):
         raise ToolError(
             f"ctx.state[{key!r}] must be a {kind.__name__}, got {type(value).__name__}", value=value
@@ -52,7 +54,7 @@ def _attached(ctx: Context, key: str, kind: type[_T]) -> _T | str:
 
 def _not_found(workspace: Workspace, name: str) -> str:
     available = ", ".join(workspace.names()) or "none"
-    return f"Artifact {name!r} not found. Available artifacts: {available}."
+    return Refusal(f"Artifact {name!r} not found. Available artifacts: {available}.")
 
 
 def get_knowledge(ctx: Context, name: str) -> str:
@@ -90,7 +92,7 @@ async def grep_knowledge(ctx: Context, name: str, pattern: str) -> str:
     except PatternTooLargeError as exc:
         return f"{exc} Fix the pattern and try again."
     except regex.error as exc:
-        return f"Invalid regex {pattern!r}: {exc}. Fix the pattern and try again."
+        return Refusal(f"Invalid regex {pattern!r}: {exc}. Fix the pattern and try again.")
     # The matcher may run for up to GREP_TIMEOUT; keep the event loop free meanwhile.
     return await asyncio.to_thread(_grep, compiled, name, artifact.content)
 
@@ -134,9 +136,9 @@ def search_knowledge(ctx: Context, query: str, top_k: int = 5) -> str:
     if isinstance(store, str):
         return store
     if top_k < 1:
-        return f"top_k must be at least 1, got {top_k}."
+        return Refusal(f"top_k must be at least 1, got {top_k}.")
     if not tokenize(query):
-        return f"Query {query!r} contains no words to search for."
+        return Refusal(f"Query {query!r} contains no words to search for.")
     results = store.search(query, top_k)
     if not results:
         return f"No results for {query!r}."

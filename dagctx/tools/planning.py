@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from dagctx.context import Context
-from dagctx.tools.base import ContextTool
+from dagctx.tools.base import ContextTool, Refusal
 
 __all__ = ["add_todo", "complete_todo", "get_planning_tools", "get_todo"]
 
@@ -29,7 +29,7 @@ def add_todo(ctx: Context, item: str) -> str:
     """
     text = item.strip()
     if not text:
-        return "Cannot add an empty todo; give the item text."
+        return Refusal("Cannot add an empty todo; give the item text.")
     todos = _todos(ctx)
     todos.append({"item": text, "done": False})
     ctx.state.set(TODOS_KEY, todos)
@@ -44,7 +44,7 @@ def complete_todo(ctx: Context, index: int) -> str:
     """
     todos = _todos(ctx)
     if not 0 <= index < len(todos):
-        return f"Invalid index {index}. Have {len(todos)} todos."
+        return Refusal(f"Invalid index {index}. Have {len(todos)} todos.")
     if todos[index]["done"]:
         return f"Todo {index} was already done: {todos[index]['item']}"
     todos[index]["done"] = True

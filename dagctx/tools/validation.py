@@ -156,7 +156,8 @@ def _has_type(value: Any, kind: Any) -> bool:
 
 
 def _mismatch(value: Any, schema: Mapping[str, Any], where: str) -> str:
-    return f"{where} must be {describe_schema(schema)}, got {_kind_of(value)} {_show(value)}"
+    got = "null" if value is None else f"{_kind_of(value)} {_show(value)}"
+    return f"{where} must be {describe_schema(schema)}, got {got}"
 
 
 def _kind_of(value: Any) -> str:

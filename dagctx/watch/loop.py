@@ -6,7 +6,9 @@ OS notifications: no polling loop here) gathers events into batches: a batch end
 :data:`DEFAULT_STEP_MS` without a new event, or :data:`DEFAULT_DEBOUNCE_MS` after it began.
 Each batch, merged with any that queued up while the previous tick ran, is planned by a
 :class:`~dagctx.watch.tracker.TreeTracker` and applied inside one tick; a batch that changes
-nothing makes no tick. What an event does to the nodes is :mod:`dagctx.watch.tracker`'s
+nothing makes no tick. :class:`TreeWatcher` is the watcher alone (batches, no ticks), for a
+caller that ticks on its own terms (``dagctx mcp`` ticks in a worker thread, one request
+at a time). What an event does to the nodes is :mod:`dagctx.watch.tracker`'s
 business; rendering and writing files is :mod:`dagctx.cli.watch`'s.
 """
 
@@ -136,6 +138,64 @@ async def _next_batch(batches: asyncio.Queue[_Item]) -> tuple[set[FileChange], b
         item = batches.get_nowait()
 
 
+class TreeWatcher:
+    """watchfiles on the directory of a :class:`TreeTracker`, as an async context manager:
+    the watcher starts on entry (events from then on are kept, so scan the tree inside
+    the block and none is lost) and stops on exit; :meth:`next` returns the next batch.
+
+    Args:
+        tracker: the tree (its directory and filter) to watch.
+        debounce_ms: longest time one batch may gather.
+        step_ms: quiet time that ends a batch.
+    """
+
+    def __init__(
+        self,
+        tracker: TreeTracker,
+        *,
+        debounce_ms: int = DEFAULT_DEBOUNCE_MS,
+        step_ms: int = DEFAULT_STEP_MS,
+    ) -> None:
+        self._tracker = tracker
+        self._debounce_ms = debounce_ms
+        self._step_ms = step_ms
+        self._batches: asyncio.Queue[_Item] = asyncio.Queue()
+        self._stop = asyncio.Event()
+        self._pump: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> TreeWatcher:
+        tracker = self._tracker
+        self._pump = asyncio.create_task(
+            _pump(
+                tracker.directory,
+                tracker,
+                self._batches,
+                self._stop,
+                self._debounce_ms,
+                self._step_ms,
+            )
+        )
+        await asyncio.sleep(0)  # the watcher starts before the caller scans
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        if self._pump is not None:
+            self._pump.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._pump
+
+    async def next(self) -> tuple[set[FileChange], bool] | None:
+        """The next batch of events, merged with every batch already waiting, and whether
+        the whole tree must be re-surveyed (a batch was lost); None once the watcher
+        stopped.
+
+        Raises:
+            WatchError: the watcher failed (e.g. the OS limit of watched directories).
+        """
+        return await _next_batch(self._batches)
+
+
 class WatchVerbs:
     """The ``watch`` verb of :class:`~dagctx.session.Session` (a mixin)."""
 
@@ -172,13 +232,7 @@ class WatchVerbs:
                 )
         session = cast("Session", self)
         tracker = TreeTracker(session, path, ignore=ignore)
-        batches: asyncio.Queue[_Item] = asyncio.Queue()
-        stop = asyncio.Event()
-        pump = asyncio.create_task(
-            _pump(tracker.directory, tracker, batches, stop, debounce_ms, step_ms)
-        )
-        try:
-            await asyncio.sleep(0)  # the watcher starts before the scan: no event is lost
+        async with TreeWatcher(tracker, debounce_ms=debounce_ms, step_ms=step_ms) as watcher:
             tracker.load(progress)
             while True:
                 result = await session.atick()
@@ -187,13 +241,8 @@ class WatchVerbs:
                 yield result
                 plan = None
                 while not plan:  # a batch that changes nothing makes no tick
-                    batch = await _next_batch(batches)
+                    batch = await watcher.next()
                     if batch is None:
                         return
                     plan = tracker.plan(*batch)
                 session.queue_result(partial(tracker.apply, plan))
-        finally:
-            stop.set()
-            pump.cancel()
-            with suppress(asyncio.CancelledError):
-                await pump
