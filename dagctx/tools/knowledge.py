@@ -111,7 +111,7 @@ def _grep(compiled: regex.Pattern[str], name: str, content: str) -> str:
                 if len(hits) < GREP_MAX_MATCHES:
                     hits.append(f"{number}: {line}")
     except TimeoutError:
-        return (
+        return Refusal(
             f"Pattern {compiled.pattern!r} took longer than {GREP_TIMEOUT:g} s on artifact "
             f"{name!r} and was stopped. Use a simpler pattern (avoid nested or overlapping "
             "repetition such as (a|aa)+)."
