@@ -143,6 +143,30 @@ class TestTurnCost:
             # the changed node at its states and its group: a handful, not the graph
             assert s.cache.renders - renders <= 12
 
+    def test_the_top_file_is_followed_not_searched_each_turn(self, tmp_path: Path) -> None:
+        """The allocation keeps the slot of the most important whole file between turns
+        (changed nodes only move up); after edits that move, empty and refill files it is
+        the slot a fresh search finds."""
+        for i in range(40):
+            (tmp_path / f"m{i}.py").write_text(content(i, 30))
+        with Session(tmp_path, budget=1500) as s:
+            nodes = [s.text(f"m{i}.py") for i in range(40)]
+            s.group(*nodes[:20], state=NodeState.DETAILS)
+            s.group(*nodes[20:], state=NodeState.DETAILS)
+            s.tick()
+            projector = s.cache.projector
+            assert projector is not None
+            for turn in range(40):
+                k = (turn * 7) % 40
+                body = "" if turn % 5 == 0 else content(turn + 100, 10 + turn % 23)
+                (tmp_path / f"m{k}.py").write_text(body)
+                s.file_changed(f"m{k}.py")
+                s.tick()
+                alloc = projector._plans[1500].alloc  # type: ignore[attr-defined]
+                kept = alloc._top_file_slot()
+                alloc.top = None  # search again
+                assert alloc._top_file_slot() == kept
+
     def test_many_turns_of_changes_match_from_scratch(self, tmp_path: Path) -> None:
         """Enough turns that the degrade order runs out of room and is laid out again."""
         for i in range(12):

@@ -627,6 +627,31 @@ class TestTextNodeSummary:
         assert "def b():  [L5-6]" in node.render(NodeState.SUMMARY)
         assert len(calls) == 2
 
+    def test_outlines_are_kept_for_the_most_recent_contents_only(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import dagctx.nodes.text as text_module
+
+        calls: list[str] = []
+
+        def counting(path: str, text: str, *, first_line: int = 1) -> Outline:
+            calls.append(path)
+            return outline(path, text, first_line=first_line)
+
+        monkeypatch.setattr(text_module, "outline", counting)
+        monkeypatch.setattr(text_module, "OUTLINES_KEPT", 4)
+        monkeypatch.setattr(text_module, "_outlines", {})
+        nodes = []
+        for k in range(10):
+            (tmp_path / f"m{k}.py").write_text(f"def f{k}():\n    pass\n")
+            nodes.append(TextNode(f"m{k}.py", root=tmp_path))
+        first = [node.render(NodeState.SUMMARY) for node in nodes]
+        assert len(calls) == 10 and len(text_module._outlines) == 4
+        assert nodes[9].render(NodeState.SUMMARY) == first[9]
+        assert len(calls) == 10  # among the most recent: not parsed again
+        assert nodes[0].render(NodeState.SUMMARY) == first[0]
+        assert calls[10:] == ["m0.py"]  # not held by the node: parsed again, same text
+
 
 def _big_module(classes: int, methods: int) -> str:
     """``classes`` classes of ``methods`` one-line methods; class c spans lines

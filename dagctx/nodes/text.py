@@ -25,16 +25,21 @@ the render) sees only the redacted text, and the scan runs once per content read
 SUMMARY shows the file's outline from :func:`dagctx.outline.outline` (definitions with
 signatures, line ranges and docstring first lines; headings; top-level keys), compacted to
 :func:`~dagctx.outline.kinds.outline_chars` for its kind of file (top-level definitions
-first, the rest marked as left out), made once per change of content and kept, or its
-first 5 lines when the outline is empty.
+first, the rest marked as left out), or its first 5 lines when the outline is empty.
+Outlines are not held by the nodes: the most recently used :data:`OUTLINES_KEPT` are kept
+in one cache keyed by path, first line and a digest of the content, so a render of an
+unchanged file does not parse it again while it is among those, and a tree of 10,000
+files holds a few hundred outlines, not 10,000.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import mimetypes
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
@@ -53,6 +58,8 @@ from dagctx.outline import outline
 from dagctx.outline.kinds import outline_chars
 
 DEFAULT_MAX_BYTES = 1_000_000
+#: Outlines kept in the cache shared by all text nodes (most recently used).
+OUTLINES_KEPT = 512
 _SKIP_PIECE = 1 << 16  # bytes read at a time while skipping to a line range
 _LANGUAGES = {
     ".py": "python", ".js": "javascript", ".ts": "typescript", ".tsx": "tsx", ".jsx": "jsx",
@@ -92,6 +99,11 @@ def stat_key(path: str) -> StatKey | None:
     except (OSError, ValueError):
         return None
     return (target.st_mtime_ns, target.st_size, _identity(target) << 256 | _identity(st))
+
+
+# path, first line, content digest → outline text; insertion order is recency of use
+_outlines: dict[tuple[str, int, bytes], str] = {}
+_outlines_lock = threading.Lock()
 
 
 def _binary(size: int) -> str:
@@ -135,7 +147,6 @@ class TextNode(Node):
     __slots__ = (
         "_n",
         "_stat",
-        "_summary_outline",
         "_text",
         "end_line",
         "include_secrets",
@@ -173,7 +184,6 @@ class TextNode(Node):
         self.redacted: str | None = None  # what redaction replaced in the lines shown
         self._text = ""  # the lines shown, "\n"-joined
         self._n = -1  # how many lines that is (-1: not read yet)
-        self._summary_outline: str | None = None  # made at first SUMMARY
         self.placeholder: str | None = None
         self.notice: str | None = None
         self._stat: StatKey | None = None
@@ -296,7 +306,6 @@ class TextNode(Node):
             return False
         self.placeholder, self._text, self._n, self.notice = placeholder, text, n, notice
         self.redacted = redacted
-        self._summary_outline = None
         return True
 
     def _key(self) -> StatKey | None:
@@ -367,12 +376,25 @@ class TextNode(Node):
 
     def _outline_text(self) -> str:
         """The outline of the lines shown (:func:`dagctx.outline.outline`) as one string,
-        "" if it has no entries; made on first use after each change of content and kept
-        (one string, not a list of lines), so a render of an unchanged file never parses."""
-        if self._summary_outline is None:
-            made = outline(self.path, self._text, first_line=self.start_line or 1)
-            self._summary_outline = "\n".join(made.render(max_chars=outline_chars(self.path)))
-        return self._summary_outline
+        "" if it has no entries; taken from the shared cache of recent outlines when the
+        same content at the same path was outlined lately, else made and put there."""
+        first_line = self.start_line or 1
+        digest = hashlib.blake2b(
+            self._text.encode("utf-8", "surrogatepass"), digest_size=16
+        ).digest()
+        key = (self.path, first_line, digest)
+        with _outlines_lock:
+            shown = _outlines.pop(key, None)
+            if shown is not None:
+                _outlines[key] = shown  # now the most recently used
+                return shown
+        made = outline(self.path, self._text, first_line=first_line)
+        shown = "\n".join(made.render(max_chars=outline_chars(self.path)))
+        with _outlines_lock:
+            _outlines[key] = shown
+            while len(_outlines) > OUTLINES_KEPT:
+                del _outlines[next(iter(_outlines))]
+        return shown
 
     def cuttable_lines(self) -> int:
         """How many lines the projection may cut from this node (0: not cuttable)."""

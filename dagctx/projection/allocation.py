@@ -91,6 +91,7 @@ class Allocation:
         "stop",
         "t0",
         "t1",
+        "top",
         "total",
         "triggered",
         "va",
@@ -116,6 +117,8 @@ class Allocation:
         self.stop = (1, 0, 0)
         self.triggered = False
         self.total = 0
+        # the entry of _top_file_slot's answer (-1: none; None: not known)
+        self.top: int | None = None
         self._init_costs()
 
     # -- costs --------------------------------------------------------------------------
@@ -200,6 +203,7 @@ class Allocation:
         order = self.order
         self.slot, self.entry_at, self.cap = order.slot, order.entry_at, order.cap
         cap = self.cap
+        self.top = None
         self.a_tree = PrefixTree(cap)
         self.b_tree: PrefixTree | None = None  # built when pass A first runs out
         self.f_tree = MinTree(cap)
@@ -391,7 +395,26 @@ class Allocation:
         touched.update(moved)
         for i in touched:
             self._leaves(i)
+        self._follow_top(changed)
         return True
+
+    def _follow_top(self, changed: list[int]) -> None:
+        """Keep :attr:`top` right after the entries ``changed`` moved. Only changed
+        entries move, and only up (to the end of their block), so the top file is the
+        highest of the known one and the changed ones that can be shown in full; unknown
+        again when the known one can no longer be."""
+        top = self.top
+        if top is None:
+            return
+        if top >= 0 and not self._whole_file(top):
+            self.top = None
+            return
+        slot = self.slot
+        best = slot[top] if top >= 0 else self.cap - 1 - TOP_FILE_SCAN
+        for i in changed:
+            if slot[i] > best and self._whole_file(i):
+                best, top = slot[i], i
+        self.top = top
 
     def _add_frontier(self, i: int, delta: int, touched: set[int]) -> None:
         """Entry ``i``'s floor cost changed by ``delta``: so did its owner's frontier."""
@@ -573,21 +596,24 @@ class Allocation:
 
     def _top_file_slot(self) -> int:
         """The slot of the most important text node that can be shown in full (looked
-        for among the last :data:`TOP_FILE_SCAN` slots; -1: none there)."""
-        entry_at, kids, requested, nodes = (
-            self.entry_at,
-            self.kids,
-            self.layout.requested,
-            self.layout.nodes,
-        )
-        for slot in range(self.cap - 1, max(-1, self.cap - 1 - TOP_FILE_SCAN), -1):
-            i = entry_at[slot]
-            if i < 0 or kids[i] or requested[i] < DETAILS:
-                continue
-            cuttable = getattr(nodes[i], "cuttable_lines", None)
-            if cuttable is not None and cuttable() > 0:
-                return slot
-        return -1
+        for among the last :data:`TOP_FILE_SCAN` slots; -1: none there). Searched when
+        the slots are laid out, then kept up to date by :meth:`_follow_top`."""
+        if self.top is None:
+            entry_at = self.entry_at
+            self.top = -1
+            for slot in range(self.cap - 1, max(-1, self.cap - 1 - TOP_FILE_SCAN), -1):
+                i = entry_at[slot]
+                if i >= 0 and self._whole_file(i):
+                    self.top = i
+                    break
+        return self.slot[self.top] if self.top >= 0 else -1
+
+    def _whole_file(self, i: int) -> bool:
+        """Whether entry ``i`` is a text node asked for in full with lines to show."""
+        if self.kids[i] or self.layout.requested[i] < DETAILS:
+            return False
+        cuttable = getattr(self.layout.nodes[i], "cuttable_lines", None)
+        return cuttable is not None and cuttable() > 0
 
     def _raise(self, i: int, target: int, slack: int) -> int:
         """Upgrade entry ``i`` one level at a time up to ``target`` while the next level
