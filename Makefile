@@ -28,7 +28,9 @@ $(AIDER_STAMP): pyproject.toml $(STAMP)
 run: $(STAMP)
 	$(BIN)/dagctx watch . --budget 8000
 
+# The tests start a throwaway PostgreSQL server; the script installs one when missing.
 test: $(STAMP)
+	sh scripts/ensure_postgres.sh
 	$(BIN)/ruff check dagctx tests benchmarks
 	$(BIN)/ruff format --check dagctx tests benchmarks
 	$(BIN)/mypy dagctx

@@ -1,11 +1,15 @@
-"""Shared fixtures: a temporary project tree and sessions over it."""
+"""Shared fixtures: a temporary project tree and sessions over it, and a throwaway
+PostgreSQL server (one per test session) with a fresh schema per test."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
+from pg_server import PostgresServer
 
 from dagctx.session import Session
 
@@ -26,3 +30,23 @@ def project(tmp_path: Path) -> Path:
 def session(project: Path) -> Iterator[Session]:
     with Session(project, budget=4000) as s:
         yield s
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server for the whole test session (see pg_server.py)."""
+    server = PostgresServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def pg_url(postgres_server: PostgresServer) -> str:
+    """A URL of the test server whose tables live in a fresh schema of this test alone."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")  # type: ignore[call-overload]
+    return f"{postgres_server.url}?options=-csearch_path%3D{name}"

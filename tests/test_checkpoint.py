@@ -1,5 +1,5 @@
 """Checkpoints and checkpoint stores: the value type, serialization, and one interface
-specification run against every backend (in memory and SQLite)."""
+specification run against every backend (in memory, SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from dagctx.checkpoint import (
     Checkpoint,
     CheckpointError,
     CheckpointStore,
+    PostgresCheckpointStore,
     SQLiteCheckpointStore,
 )
 from dagctx.errors import DagctxError
@@ -60,16 +61,20 @@ def make_checkpoint(**changes: Any) -> Checkpoint:
 StoreFactory = Callable[[str], BaseCheckpointStore]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
-    """Build stores of one backend; SQLite stores of one test share one file."""
+    """Build stores of one backend; SQLite stores of one test share one file, PostgreSQL
+    stores one schema of the test server."""
     opened: list[BaseCheckpointStore] = []
+    url = request.getfixturevalue("pg_url") if request.param == "postgresql" else ""
 
     def make(task_id: str) -> BaseCheckpointStore:
         if request.param == "memory":
             store: BaseCheckpointStore = CheckpointStore(task_id)
-        else:
+        elif request.param == "sqlite":
             store = SQLiteCheckpointStore(tmp_path / "checkpoints.db", task_id)
+        else:
+            store = PostgresCheckpointStore(url, task_id)
         opened.append(store)
         return store
 

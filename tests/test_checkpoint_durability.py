@@ -1,4 +1,5 @@
-"""SQLiteCheckpointStore across processes: concurrent writers and writers killed mid-save."""
+"""Checkpoint stores across processes: concurrent writers (SQLite and PostgreSQL) and
+SQLite writers killed mid-save."""
 
 from __future__ import annotations
 
@@ -16,17 +17,17 @@ from typing import IO
 import pytest
 from checkpoint_crash_writer import TASK_ID, payload
 
-from dagctx.checkpoint import SQLiteCheckpointStore
+from dagctx.checkpoint import SQLiteCheckpointStore, open_checkpoint_store
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork and SIGKILL")
 
 WRITER = textwrap.dedent(
     """
     import sys
-    from dagctx.checkpoint import SQLiteCheckpointStore
+    from dagctx.checkpoint import open_checkpoint_store
 
     path, writer, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    with SQLiteCheckpointStore(path, "shared", timeout=30) as store:
+    with open_checkpoint_store("shared", path) as store:
         for seq in range(count):
             cp = store.save({"writer": writer, "seq": seq}, {"input_tokens": seq})
             print(cp.version, flush=True)
@@ -35,8 +36,13 @@ WRITER = textwrap.dedent(
 
 
 class TestConcurrentWriters:
-    def test_writers_in_several_processes_never_share_a_version(self, tmp_path: Path) -> None:
-        path = tmp_path / "shared.db"
+    @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+    def test_writers_in_several_processes_never_share_a_version(
+        self, tmp_path: Path, backend: str, request: pytest.FixtureRequest
+    ) -> None:
+        path = (
+            request.getfixturevalue("pg_url") if backend == "postgresql" else tmp_path / "shared.db"
+        )
         writers, count = 4, 25
         procs = [
             subprocess.Popen(
@@ -53,7 +59,7 @@ class TestConcurrentWriters:
             returned += [int(line) for line in out.split()]
         total = writers * count
         assert sorted(returned) == list(range(1, total + 1))
-        with SQLiteCheckpointStore(path, "shared") as store:
+        with open_checkpoint_store("shared", path) as store:
             assert store.list_versions() == list(range(1, total + 1))
             written = {(cp.values["writer"], cp.values["seq"]) for cp in map(store.get, returned)}
             assert written == {(w, s) for w in range(writers) for s in range(count)}
