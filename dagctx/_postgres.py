@@ -17,6 +17,7 @@ environment variable ``DAGCTX_STORE``, puts it in a PostgreSQL database instead
   a transaction-scoped advisory lock (so agents starting together do not race on
   ``CREATE TABLE``) and refuses a database that records another version.
 - **Messages** never show a password: :func:`redact`.
+- psycopg is imported on first use (:func:`driver`), so a SQLite-only run never loads it.
 
 Imports nothing of dagctx: the caller names the exception class it raises.
 """
@@ -27,10 +28,11 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import psycopg
+if TYPE_CHECKING:
+    import psycopg
 
 ENV = "DAGCTX_STORE"
 """The environment variable naming the store when no target is given."""
@@ -39,8 +41,13 @@ CONNECT_TIMEOUT = 10
 _INSTALL_LOCK = 0x64616763  # the advisory lock key serializing schema installs ("dagc")
 _META = "CREATE TABLE IF NOT EXISTS dagctx_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
-Error = psycopg.Error
-OperationalError = psycopg.OperationalError
+
+def driver() -> Any:
+    """The psycopg module, imported on first use (it takes a good part of a second to
+    import, which a SQLite-only run should not pay)."""
+    import psycopg
+
+    return psycopg
 
 
 def is_url(target: object) -> bool:
@@ -70,7 +77,8 @@ def redact(url: str) -> str:
 
 def broken(exc: BaseException) -> bool:
     """Whether ``exc`` says the connection itself failed (not the statement)."""
-    return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+    pg = driver()
+    return isinstance(exc, pg.OperationalError | pg.InterfaceError)
 
 
 class Link:
@@ -104,16 +112,17 @@ class Link:
         if self._closed:
             raise self._error(f"{self._noun} on {self.where} is closed", value=self.where)
         if self._conn is None or self._conn.closed:
+            pg = driver()
             try:
-                conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
-            except psycopg.Error as exc:
+                conn = pg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+            except pg.Error as exc:
                 raise self._error(
                     f"cannot connect to the {self._noun} on {self.where}: {exc}", value=self.where
                 ) from exc
             try:
                 if self._prepare is not None:
                     self._prepare(conn)
-            except psycopg.Error as exc:
+            except pg.Error as exc:
                 conn.close()
                 raise self._error(
                     f"cannot prepare the {self._noun} on {self.where}: {exc}", value=self.where
@@ -134,7 +143,7 @@ class Link:
             try:
                 with conn.transaction():
                     yield conn
-            except psycopg.Error as exc:
+            except driver().Error as exc:
                 if broken(exc):
                     self._drop()
                 raise self._error(
@@ -195,10 +204,9 @@ def install(
 __all__ = [
     "ENV",
     "SCHEMES",
-    "Error",
     "Link",
-    "OperationalError",
     "broken",
+    "driver",
     "install",
     "is_url",
     "redact",

@@ -71,3 +71,12 @@ class TestServerRestart:
                 store.save({"n": 2}, {})  # the call that finds the connection broken
             assert store.save({"n": 3}, {}).version == 2
             assert [store.get(v).values for v in store.list_versions()] == [{"n": 1}, {"n": 3}]
+
+
+def test_a_sqlite_only_run_never_imports_the_driver() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, dagctx.cli, dagctx.checkpoint; print('psycopg' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

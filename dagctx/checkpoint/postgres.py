@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from dagctx import _postgres
 from dagctx._json import decode_json, encode_json
 from dagctx.checkpoint.base import BaseCheckpointStore, Checkpoint
 from dagctx.errors import CheckpointError
+
+if TYPE_CHECKING:
+    import psycopg
 
 _SCHEMA = 1
 _TABLES = """
