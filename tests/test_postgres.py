@@ -80,3 +80,101 @@ def test_a_sqlite_only_run_never_imports_the_driver() -> None:
     code = "import sys, dagctx.cli, dagctx.checkpoint; print('psycopg' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _clone_pair(tmp_path: Path) -> tuple[Path, Path]:
+    """One git repository, checked out twice at different paths (two "machines")."""
+    import subprocess
+
+    origin = tmp_path / "origin"
+    (origin / "src").mkdir(parents=True)
+    (origin / "src" / "auth.py").write_text("x = 1\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q", str(origin)], check=True)
+    subprocess.run([*git, "-C", str(origin), "add", "."], check=True)
+    subprocess.run([*git, "-C", str(origin), "commit", "-qm", "one"], check=True)
+    other = tmp_path / "laptop" / "checkout"
+    subprocess.run(["git", "clone", "-q", str(origin), str(other)], check=True)
+    return origin, other
+
+
+class TestCoordinationAcrossMachines:
+    def test_claims_are_keyed_by_repository_and_relative_path(
+        self, pg_url: str, tmp_path: Path
+    ) -> None:
+        from dagctx.runtime.coordination_pg import PostgresCoordinationStore, repository_identity
+        from dagctx.session import Session
+
+        one, two = _clone_pair(tmp_path)
+        assert repository_identity(one)[0] == repository_identity(two)[0]
+        assert repository_identity(one)[0].startswith("git:")
+        with Session(one, store=pg_url) as a, Session(two / "src", store=pg_url) as b:
+            a.use_coordination(agent_name="ci")
+            b.use_coordination(agent_name="laptop")
+            a.work_on("fix", "src/auth.py")
+            mine = b.work_on("also fix", "auth.py")
+            b.tick()
+            assert [c.other_path for c in mine.conflicts] == [(two / "src/auth.py").as_posix()]
+            assert {c.files for c in b.work_list()} == {((two / "src/auth.py").as_posix(),)}
+        with PostgresCoordinationStore(pg_url, root=one) as store:
+            assert store.active() == []  # closing the sessions released both claims
+
+    def test_leases_follow_the_database_clock(self, pg_url: str, tmp_path: Path) -> None:
+        import psycopg
+
+        from dagctx.runtime.coordination import Agent, WorkBoard
+        from dagctx.runtime.coordination_pg import PostgresCoordinationStore
+
+        store = PostgresCoordinationStore(pg_url, root=tmp_path, repo_id="r")
+        board = WorkBoard(store, Agent.new("a"), stale_after=30)
+        claim = board.new_claim("x", [(tmp_path / "f").as_posix()], "write")
+        board.put(claim)
+        with psycopg.connect(pg_url) as conn:
+            server_now = conn.execute("SELECT EXTRACT(EPOCH FROM now())").fetchone()[0]
+        (live,) = store.active()
+        assert 29 < live.expires_at - float(server_now) <= 30.5
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # the server's time passes
+            conn.execute("UPDATE dagctx_claims SET expires_at = now() - INTERVAL '1 second'")
+        assert store.active() == []
+        assert store.heartbeat(board.agent.id) == frozenset()  # an expired claim stays dead
+        store.close()
+
+    def test_a_conflicting_claim_is_pushed_to_the_waiting_agent(
+        self, pg_url: str, tmp_path: Path
+    ) -> None:
+        import threading
+        import time
+
+        from dagctx.runtime.coordination import Agent, WorkBoard, find_conflicts
+        from dagctx.runtime.coordination_pg import PostgresCoordinationStore
+
+        stores = [PostgresCoordinationStore(pg_url, root=tmp_path, repo_id="r") for _ in "ab"]
+        boards = [
+            WorkBoard(s, Agent.new(n), stale_after=30) for s, n in zip(stores, "ab", strict=True)
+        ]
+        mine = boards[1].new_claim("b", [(tmp_path / "f").as_posix()], "write")
+        boards[1].put(mine)
+        assert stores[1].wait_for_change(0.05) is False  # listening from now on
+        other = PostgresCoordinationStore(pg_url, root=tmp_path, repo_id="another repo")
+        threading.Timer(0.2, lambda: other.put(mine, ttl=5)).start()
+        assert stores[1].wait_for_change(1.0) is False  # another repository's write
+        started = time.monotonic()
+        threading.Timer(
+            0.1, lambda: boards[0].put(boards[0].new_claim("a", mine.files, "write"))
+        ).start()
+        assert stores[1].wait_for_change(5.0) is True
+        assert time.monotonic() - started < 2.0
+        assert [c.agent_id for c in find_conflicts(mine, stores[1].active())] == [
+            boards[0].agent.id
+        ]
+        for store in [*stores, other]:
+            store.close()
+
+
+def test_session_store_must_be_a_postgresql_url(tmp_path: Path) -> None:
+    from dagctx.errors import ArgumentError
+    from dagctx.session import Session
+
+    with pytest.raises(ArgumentError, match="postgresql://") as info:
+        Session(tmp_path, store="sqlite:///x.db")
+    assert info.value.value == "sqlite:///x.db"

@@ -1,5 +1,6 @@
-"""Work coordination: claims in a shared SQLite store, conflicts seen by both agents at
-their next tick, heartbeats and expiry, and real processes writing the same store."""
+"""Work coordination: claims in a shared store, conflicts seen by both agents at their
+next tick, heartbeats and expiry, and real processes writing the same store; the tests
+marked ``on_both`` run on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -34,6 +35,20 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test on each coordination backend: PostgreSQL through ``DAGCTX_STORE``
+    (which the agent processes the test starts inherit), SQLite by default."""
+    if request.param == "postgresql":
+        monkeypatch.setenv("DAGCTX_STORE", request.getfixturevalue("pg_url"))
+    else:
+        monkeypatch.delenv("DAGCTX_STORE", raising=False)
+    return str(request.param)
+
+
+on_both = pytest.mark.usefixtures("any_backend")
+
+
 @pytest.fixture
 def a(root: Path) -> Iterator[Session]:
     with Session(root) as s:
@@ -53,6 +68,7 @@ def graph_state(s: Session) -> list[tuple[str, int]]:
 
 
 class TestClaims:
+    @on_both
     def test_work_on_stores_a_claim_and_adds_a_work_node(self, a: Session, root: Path) -> None:
         node = a.work_on("fix login", "src/auth.py", "src/new_module.py")
         assert isinstance(node, WorkNode)
@@ -75,6 +91,7 @@ class TestClaims:
                 assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
                 assert conn.execute("SELECT count(*) FROM claims").fetchone()[0] == 1
 
+    @on_both
     def test_a_file_outside_the_root_is_refused_and_nothing_changes(self, a: Session) -> None:
         with pytest.raises(PathError, match=r"\.\./elsewhere\.py"):
             a.work_on("escape", "src/auth.py", "../elsewhere.py")
@@ -86,6 +103,7 @@ class TestClaims:
     @pytest.mark.parametrize(
         ("intent", "mode", "named"), [("", "write", "''"), ("fix", "append", "'append'")]
     )
+    @on_both
     def test_a_bad_intent_or_mode_is_refused_and_nothing_changes(
         self, a: Session, intent: str, mode: str, named: str
     ) -> None:
@@ -95,11 +113,13 @@ class TestClaims:
         assert a.nodes() == []
         assert a.work_list() == []
 
+    @on_both
     def test_an_unknown_parent_is_refused_before_claiming(self, a: Session) -> None:
         with pytest.raises(NodeNotFoundError):
             a.work_on("fix", "src/auth.py", parent="group_4")
         assert a.work_list() == []
 
+    @on_both
     def test_renders_distinctly_at_each_state(self, a: Session, b: Session) -> None:
         mine = a.work_on("fix login", "src/auth.py", "src/db.py")
         b.work_on("rename users", "src/db.py")
@@ -120,6 +140,7 @@ class TestClaims:
         assert len({collapsed, summary, details, full}) == 4
 
 
+@on_both
 class TestConflicts:
     def test_overlapping_write_claims_conflict_in_both_at_the_next_tick(
         self, a: Session, b: Session
@@ -245,6 +266,7 @@ class TestConflicts:
         assert a.work_list() == []
 
 
+@on_both
 class TestExpiry:
     def test_a_claim_without_heartbeat_expires(self, root: Path, a: Session) -> None:
         mine = a.work_on("fix", "src/auth.py")
@@ -329,6 +351,7 @@ class TestPathOverlap:
         assert paths_overlap(y, x) is overlap
 
 
+@on_both
 class TestSerialization:
     def test_a_rebuilt_node_renders_the_same_and_is_detached(self, a: Session, b: Session) -> None:
         mine = a.work_on("fix", "src/auth.py", "src")
@@ -389,6 +412,7 @@ class Agent:
             self.proc.wait(timeout=10)
 
 
+@on_both
 class TestProcesses:
     def test_two_processes_see_each_others_conflicts(self, root: Path, a: Session) -> None:
         mine = a.work_on("fix login", "src/auth.py")

@@ -28,6 +28,10 @@ Two live claims of different agents *conflict* when a path of one overlaps a pat
 other and at least one of them writes. :class:`WorkBoard` is one session's view of the
 store: its agent identity, and a snapshot (heartbeat + listing) taken at most once per
 tick.
+
+:class:`BaseCoordinationStore` is the interface :class:`CoordinationStore` (SQLite, one
+machine) and :class:`~dagctx.runtime.coordination_pg.PostgresCoordinationStore`
+(PostgreSQL, many machines) share; :func:`open_coordination_store` picks one.
 """
 
 from __future__ import annotations
@@ -39,13 +43,14 @@ import sqlite3
 import threading
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Self, TypeVar
 
-from dagctx import _sqlite
+from dagctx import _postgres, _sqlite
 from dagctx._validate import is_number
 from dagctx.errors import CoordinationError
 
@@ -134,7 +139,9 @@ class Agent:
 @dataclass(frozen=True, slots=True)
 class Claim:
     """A live claim as stored: who, what for, which paths, in which mode, until when
-    (``created_at``: wall-clock time; ``expires_at``: on the :func:`now` clock)."""
+    (``created_at``: wall-clock time; ``expires_at``: on the store's clock, the
+    :func:`now` clock for :class:`CoordinationStore`, the database server's epoch
+    seconds for PostgreSQL)."""
 
     claim_id: str
     agent_id: str
@@ -246,7 +253,58 @@ def _adopt_clock(db: sqlite3.Connection) -> None:
     db.execute("INSERT INTO claims_clock (boot) VALUES (?)", (boot,))
 
 
-class CoordinationStore:
+class BaseCoordinationStore(ABC):
+    """The interface of every coordination store: :class:`CoordinationStore` (an SQLite
+    file, one machine) and
+    :class:`~dagctx.runtime.coordination_pg.PostgresCoordinationStore` (a PostgreSQL
+    database, many machines). Every method raises :class:`CoordinationError` when the
+    store fails."""
+
+    @property
+    @abstractmethod
+    def location(self) -> object:
+        """Where the claims are kept (a path, or a URL without its password)."""
+
+    @abstractmethod
+    def put(self, claim: Claim, *, ttl: float) -> None:
+        """Store ``claim`` (replacing a claim of the same id), live for ``ttl`` seconds.
+
+        Raises:
+            CoordinationError: a bad intent, mode, path or ttl, or the store failed.
+        """
+
+    @abstractmethod
+    def release(self, claim_id: str) -> bool:
+        """Delete a claim; return whether it was there (live or expired but not purged)."""
+
+    @abstractmethod
+    def release_agent(self, agent_id: str) -> int:
+        """Delete every claim of an agent; return how many there were."""
+
+    @abstractmethod
+    def heartbeat(self, agent_id: str) -> frozenset[str]:
+        """Renew every live claim of an agent for its ttl; return their ids."""
+
+    @abstractmethod
+    def active(self) -> list[Claim]:
+        """Every live claim of every agent, oldest first."""
+
+    @abstractmethod
+    def wait_for_change(self, timeout: float) -> bool:
+        """Block until another agent's write commits (True) or ``timeout`` passes (False)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close the store (idempotent); later calls raise CoordinationError."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class CoordinationStore(BaseCoordinationStore):
     """Claims in an SQLite file shared by every agent that opens the same path.
 
     Args:
@@ -407,6 +465,31 @@ class CoordinationStore:
 
     # -- reads ------------------------------------------------------------------------
 
+    @property
+    def location(self) -> Path:
+        return self.path
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Poll the file's ``PRAGMA data_version`` (which another connection's commit
+        changes) every 20 ms until it changes (True) or ``timeout`` passes (False)."""
+        deadline = time.monotonic() + timeout
+
+        def version() -> int:
+            with self._lock:
+                try:
+                    return int(self._connection().execute("PRAGMA data_version").fetchone()[0])
+                except sqlite3.Error as exc:
+                    raise CoordinationError(
+                        f"coordination store {str(self.path)!r}: {exc}", value=self.path
+                    ) from exc
+
+        start = version()
+        while time.monotonic() < deadline:
+            time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
+            if version() != start:
+                return True
+        return False
+
     def active(self) -> list[Claim]:
         """Every live claim of every agent, oldest first.
 
@@ -454,7 +537,7 @@ class WorkBoard:
 
     def __init__(
         self,
-        store: CoordinationStore,
+        store: BaseCoordinationStore,
         agent: Agent,
         *,
         stale_after: float = DEFAULT_STALE_AFTER,
@@ -514,3 +597,21 @@ class WorkBoard:
             self.store.release_agent(self.agent.id)
         finally:
             self.store.close()
+
+
+def open_coordination_store(
+    target: str | os.PathLike[str], *, root: str | os.PathLike[str]
+) -> BaseCoordinationStore:
+    """The coordination store at ``target``: a ``postgresql://`` URL gives a
+    :class:`~dagctx.runtime.coordination_pg.PostgresCoordinationStore` for the repository
+    holding ``root``, a path the SQLite :class:`CoordinationStore` (a relative path is
+    taken from ``root``).
+
+    Raises:
+        CoordinationError: the store cannot be opened.
+    """
+    if _postgres.is_url(target):
+        from dagctx.runtime.coordination_pg import PostgresCoordinationStore
+
+        return PostgresCoordinationStore(os.fspath(target), root=root)
+    return CoordinationStore(Path(root) / os.fspath(target))

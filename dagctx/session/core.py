@@ -29,11 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
 
+from dagctx import _postgres
 from dagctx._fs import OutsideRootError, resolve_inside
 from dagctx._validate import is_int
 from dagctx.checkpoint import BaseCheckpointStore
 from dagctx.context import Context
 from dagctx.errors import (
+    ArgumentError,
     BudgetError,
     CycleError,
     NoSessionError,
@@ -104,9 +106,14 @@ class SessionCore:
         include_secrets: show secret-bearing files (``.env``, private keys, certificates,
             credential files) and leave secrets in file content unredacted; by default
             such files are withheld and secrets redacted (:mod:`dagctx.nodes.text`).
+        store: a ``postgresql://`` URL where the session keeps its work claims, locks and
+            saved sessions, for agents on several machines (:mod:`dagctx._postgres`);
+            None takes the URL in ``DAGCTX_STORE``, and without one everything stays in
+            SQLite files and OS locks under ``<root>/.dagctx``.
 
     Raises:
         BudgetError, EncodingError, PathError: bad budget, encoding or root.
+        ArgumentError: ``store`` is not a ``postgresql://`` URL.
     """
 
     def __init__(
@@ -116,8 +123,16 @@ class SessionCore:
         encoding: str = DEFAULT_ENCODING,
         *,
         include_secrets: bool = False,
+        store: str | None = None,
     ) -> None:
         self.budget = check_budget(budget)
+        if store is not None and not _postgres.is_url(store):
+            raise ArgumentError(
+                f"store must be a postgresql:// URL or None, got {store!r}",
+                name="store",
+                value=store,
+            )
+        self.store: str | None = _postgres.store_url(store)
         self.include_secrets = bool(include_secrets)
         root_path = Path(root).expanduser()
         try:

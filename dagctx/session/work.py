@@ -2,7 +2,8 @@
 
 Each session is one agent (id ``pid-random``, optional name) on a coordination store
 (:mod:`dagctx.runtime.coordination`), by default ``<root>/.dagctx/coordination.db``; configure it
-with ``use_coordination(path, stale_after=..., agent_name=...)`` before the first claim.
+with ``use_coordination(path, stale_after=..., agent_name=...)`` before the first claim
+(a ``postgresql://`` URL, or the session's ``store``, for agents on several machines).
 ``work_on(intent, *files, mode=...)`` stores a claim and adds a
 :class:`~dagctx.nodes.work.WorkNode` that every tick heartbeats the claim and shows the
 conflicts with other agents' claims; ``work_update`` changes the claim, ``work_done``
@@ -34,9 +35,9 @@ from dagctx.runtime.coordination import (
     DEFAULT_STALE_AFTER,
     Agent,
     Claim,
-    CoordinationStore,
     WorkBoard,
     check_ttl,
+    open_coordination_store,
 )
 from dagctx.session.core import SessionCore
 
@@ -55,8 +56,11 @@ class WorkVerbs(SessionCore):
     ) -> WorkBoard:
         """Choose this session's coordination store, claim lifetime and agent name.
 
-        ``path`` defaults to ``<root>/.dagctx/coordination.db``; a relative path is taken
-        from the session root (it may be outside it, to share a store across trees).
+        ``path`` defaults to the session's ``store`` URL (or ``DAGCTX_STORE``) when that
+        is a ``postgresql://`` URL, else to ``<root>/.dagctx/coordination.db``; a
+        ``postgresql://`` URL keeps the claims in PostgreSQL, keyed by the repository
+        (:mod:`dagctx.runtime.coordination_pg`); a relative path is taken from the session
+        root (it may be outside it, to share a store across trees).
         Claims expire ``stale_after`` seconds after their last heartbeat (one per tick).
 
         Raises:
@@ -69,24 +73,26 @@ class WorkVerbs(SessionCore):
         current = self._work.board
         if current is not None and self._active_work(current):
             raise CoordinationError(
-                f"this session holds active claims in {str(current.store.path)!r};"
+                f"this session holds active claims in {str(current.store.location)!r};"
                 " finish them with work_done() before choosing another store",
-                value=current.store.path,
+                value=current.store.location,
             )
         check_ttl(stale_after)
         agent = Agent.new(agent_name)
         if path is not None and not isinstance(path, str | os.PathLike):
             raise CoordinationError(f"a store path must be a path, got {path!r}", value=path)
         if path is None:
+            path = self.store
+        if path is None:
             try:
-                target = make_state_dir(self.root / STATE_DIR) / STORE_FILE
+                target: str | os.PathLike[str] = make_state_dir(self.root / STATE_DIR) / STORE_FILE
             except OSError as exc:
                 raise CoordinationError(
                     f"cannot open the coordination store: {exc}", value=exc.filename
                 ) from exc
         else:
-            target = self.root / os.fspath(path)
-        store = CoordinationStore(target)
+            target = path
+        store = open_coordination_store(target, root=self.root)
         board = WorkBoard(store, agent, stale_after=stale_after, tick_of=_turn_of(self))
         self._work.replace(board)
         return board
