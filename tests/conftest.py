@@ -50,3 +50,15 @@ def pg_url(postgres_server: PostgresServer) -> str:
     with psycopg.connect(postgres_server.url, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {name}")  # type: ignore[call-overload]
     return f"{postgres_server.url}?options=-csearch_path%3D{name}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test on each backend: PostgreSQL through ``DAGCTX_STORE`` (which sessions
+    made in the test, and the processes it starts, pick up), SQLite by default. Use it
+    with ``@pytest.mark.usefixtures("any_backend")``, so it is set before the sessions."""
+    if request.param == "postgresql":
+        monkeypatch.setenv("DAGCTX_STORE", request.getfixturevalue("pg_url"))
+    else:
+        monkeypatch.delenv("DAGCTX_STORE", raising=False)
+    return str(request.param)

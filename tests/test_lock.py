@@ -1,5 +1,6 @@
 """LockNode and the lock verbs: real OS locks between real processes, outcomes applied
-at the next tick, release, session close, dead holders, rendering and serialization."""
+at the next tick, release, session close, dead holders, rendering and serialization; the
+tests marked ``on_both`` also run with PostgreSQL advisory locks."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from dagctx.nodes.lock import LockError, LockHandle, LockNode, LockOutcome, lock
 from dagctx.session import Session
 
 WORKER = Path(__file__).with_name("lock_worker.py")
+on_both = pytest.mark.usefixtures("any_backend")  # SQLite (file locks) and PostgreSQL
 VISIBLE = [NodeState.COLLAPSED, NodeState.SUMMARY, NodeState.DETAILS, NodeState.ALL]
 
 
@@ -57,6 +59,7 @@ def worker(*args: str) -> subprocess.Popen[str]:
 
 
 class TestAcquire:
+    @on_both
     def test_outcome_is_applied_at_the_next_tick_not_before(self, session: Session) -> None:
         lock = session.lock("src/app.py")
         eventually(lambda: session.ready(lock))
@@ -67,6 +70,7 @@ class TestAcquire:
         descriptions = [t.description for t in changes if t.node_id == lock.id]
         assert len(descriptions) == 1 and descriptions[0].startswith("acquired (after ")
 
+    @on_both
     def test_the_lock_is_really_held_before_the_tick(
         self, session: Session, other: Session
     ) -> None:
@@ -89,11 +93,13 @@ class TestAcquire:
         names = {lock_file_for(root, p) for p in ["a/b.py", "a_b.py", "a-b.py", "a/b.py/", "."]}
         assert len(names) == 5
 
+    @on_both
     def test_equivalent_spellings_share_one_lock(self, session: Session, other: Session) -> None:
         mine = session.wait(session.lock("src/../a.txt"), timeout=10)
         theirs = other.wait(other.lock("./a.txt", timeout=0.2), timeout=10)
         assert (mine.path, mine.status, theirs.status) == ("a.txt", "acquired", "timeout")
 
+    @on_both
     def test_path_outside_the_root_is_refused(self, session: Session) -> None:
         for path in ["../x", "/etc/passwd"]:
             with pytest.raises(PathError, match=re.escape(repr(path))):
@@ -101,6 +107,7 @@ class TestAcquire:
         assert session.nodes() == []
 
     @pytest.mark.parametrize("timeout", [-1, float("nan"), float("inf"), "5", True])
+    @on_both
     def test_bad_timeout_is_refused(self, session: Session, timeout: object) -> None:
         with pytest.raises(LockError, match=re.escape(repr(timeout))):
             session.lock("a.txt", timeout=timeout)  # type: ignore[arg-type]
@@ -116,6 +123,7 @@ class TestAcquire:
         assert "cannot lock" in lock.error
 
 
+@on_both
 class TestRelease:
     def test_release_frees_the_lock_for_others(self, session: Session, other: Session) -> None:
         mine = session.wait(session.lock("a.txt"), timeout=10)
@@ -176,6 +184,7 @@ class TestRelease:
         assert [lock.status for lock in taken] == ["acquired"] * 3
 
 
+@on_both
 class TestBetweenProcesses:
     @pytest.mark.slow
     def test_contending_processes_never_hold_it_together(self, tmp_path: Path) -> None:
@@ -237,6 +246,7 @@ class TestLostLock:
             holder.send_signal(signal.SIGKILL)
             holder.wait(timeout=10)
 
+    @on_both
     def test_a_sound_lock_stays_acquired_across_ticks(self, session: Session) -> None:
         lock = session.wait(session.lock("shared.txt", timeout=5), timeout=10)
         for _ in range(3):
@@ -318,6 +328,7 @@ class TestRender:
             f"- lock src/app.py: {expected} (#lock_1)"
         )
 
+    @on_both
     def test_default_state_is_collapsed_and_in_the_projection(self, session: Session) -> None:
         lock = session.wait(session.lock("a.txt"), timeout=10)
         assert lock.state == NodeState.COLLAPSED
@@ -333,6 +344,7 @@ class TestSerialization:
         assert copy.to_dict() == node.to_dict()
         assert [copy.render(s) for s in VISIBLE] == [node.render(s) for s in VISIBLE]
 
+    @on_both
     def test_round_trip_of_a_real_lock(self, session: Session) -> None:
         lock = session.wait(session.lock("a.txt"), timeout=10)
         session.release(lock)

@@ -178,3 +178,44 @@ def test_session_store_must_be_a_postgresql_url(tmp_path: Path) -> None:
     with pytest.raises(ArgumentError, match="postgresql://") as info:
         Session(tmp_path, store="sqlite:///x.db")
     assert info.value.value == "sqlite:///x.db"
+
+
+class TestAdvisoryLocks:
+    def test_a_lock_is_keyed_by_repository_and_relative_path(
+        self, pg_url: str, tmp_path: Path
+    ) -> None:
+        from dagctx.session import Session
+
+        one, two = _clone_pair(tmp_path)
+        with Session(one, store=pg_url) as a, Session(two / "src", store=pg_url) as b:
+            held = a.wait(a.lock("src/auth.py"), timeout=10)
+            assert held.status == "acquired" and held.service == "postgresql"
+            assert "advisory lock" in held.render_state(held.state.ALL)
+            assert b.wait(b.lock("auth.py", timeout=0.2), timeout=10).status == "timeout"
+            assert b.wait(b.lock("db.py", timeout=0.2), timeout=10).status == "acquired"
+
+    def test_a_broken_connection_shows_the_lock_lost_and_the_next_holder_gets_it(
+        self, postgres_server: PostgresServer, pg_url: str, tmp_path: Path
+    ) -> None:
+        from dagctx.session import Session
+
+        with Session(tmp_path, store=pg_url) as a:
+            held = a.wait(a.lock("x"), timeout=10)
+            assert held.status == "acquired"
+            postgres_server.restart()  # every connection drops; the server forgets the lock
+            a.tick()
+            assert held.status == "lost"
+            assert "connection to the lock service" in (held.error or "")
+            assert "another process may hold it now" in held.render_state(held.state.SUMMARY)
+            with Session(tmp_path, store=pg_url) as b:
+                assert b.wait(b.lock("x", timeout=5), timeout=10).status == "acquired"
+                again = a.wait(a.lock("x", timeout=0.2), timeout=10)
+                assert again.status == "timeout"  # never two holders
+
+    def test_an_unreachable_server_is_an_error_status(self, tmp_path: Path) -> None:
+        from dagctx.session import Session
+
+        with Session(tmp_path, store="postgresql://nobody:pw@127.0.0.1:1/none") as s:
+            lock = s.wait(s.lock("x", timeout=1), timeout=20)
+            assert lock.status == "error" and "cannot reach the lock service" in (lock.error or "")
+            assert "pw" not in (lock.error or "")

@@ -35,17 +35,6 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def any_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run the test on each coordination backend: PostgreSQL through ``DAGCTX_STORE``
-    (which the agent processes the test starts inherit), SQLite by default."""
-    if request.param == "postgresql":
-        monkeypatch.setenv("DAGCTX_STORE", request.getfixturevalue("pg_url"))
-    else:
-        monkeypatch.delenv("DAGCTX_STORE", raising=False)
-    return str(request.param)
-
-
 on_both = pytest.mark.usefixtures("any_backend")
 
 

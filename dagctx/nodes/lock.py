@@ -18,7 +18,9 @@ inode lets its OS lock go and its node shows ``lost``, saying why.
 timeout or error. ``Session.release`` and ``Session.close`` release the OS lock at once
 and mark the node ``released``.
 
-POSIX only (``fcntl.flock``, ``O_NOFOLLOW``).
+POSIX only (``fcntl.flock``, ``O_NOFOLLOW``). With a PostgreSQL store the session uses
+:class:`~dagctx.nodes.lock_pg.PostgresLockHandle` instead (same surface, an advisory
+lock), and the node's ``service`` says which one holds it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ from dagctx.errors import LockError
 from dagctx.nodes.base import Node, NodeState
 
 LockStatus = Literal["pending", "acquired", "timeout", "released", "error", "lost"]
+LockService = Literal["file", "postgresql"]
+_SERVICES = {
+    "file": "exclusive between processes (OS file lock)",
+    "postgresql": "exclusive between agents on every machine (PostgreSQL advisory lock)",
+}
 LOCK_STATUSES: frozenset[str] = frozenset(
     {"pending", "acquired", "timeout", "released", "error", "lost"}
 )
@@ -214,6 +221,7 @@ class LockNode(Node):
         "pid",
         "released_at",
         "requested_at",
+        "service",
         "status",
         "timeout",
         "waited",
@@ -225,12 +233,18 @@ class LockNode(Node):
         *,
         lock_file: str | os.PathLike[str],
         timeout: float = DEFAULT_TIMEOUT,
+        service: LockService = "file",
         **node_fields: Any,
     ) -> None:
         """Describe a lock; nothing is locked until ``Session.lock`` submits it.
 
+        ``service`` is what holds the lock: ``"file"`` (an OS file lock, ``lock_file``
+        the file) or ``"postgresql"`` (an advisory lock, :mod:`dagctx.nodes.lock_pg`;
+        ``lock_file`` then names the server and the key).
+
         Raises:
-            LockError: ``path`` is not a string or ``timeout`` is malformed.
+            LockError: ``path`` is not a string, ``timeout`` is malformed, or ``service``
+                is unknown.
         """
         super().__init__(**node_fields)
         if not isinstance(path, str) or not path:
@@ -238,6 +252,9 @@ class LockNode(Node):
         self.path = path
         self.lock_file = os.fspath(lock_file)
         self.timeout = check_lock_timeout(timeout)
+        if service not in ("file", "postgresql"):
+            raise LockError(f"unknown lock service {service!r}", value=service)
+        self.service: LockService = service
         self.status: LockStatus = "pending"
         self.pid = os.getpid()
         self.requested_at = time.time()
@@ -306,11 +323,11 @@ class LockNode(Node):
         lines = [
             f"### {self.label()} (#{self.id})",
             f"status: {self._outcome()}",
-            f"session pid: {self.pid}; exclusive between processes (OS file lock)",
+            f"session pid: {self.pid}; " + _SERVICES[self.service],
         ]
         if state == NodeState.ALL:
             lines += [
-                f"lock file: {self.lock_file}",
+                ("lock file: " if self.service == "file" else "lock: ") + self.lock_file,
                 f"timeout: {_seconds(self.timeout)}",
                 f"requested: {_timestamp(self.requested_at)}",
             ]
@@ -327,6 +344,7 @@ class LockNode(Node):
             "path": self.path,
             "lock_file": self.lock_file,
             "timeout": self.timeout,
+            "service": self.service,
             "status": self.status,
             "pid": self.pid,
             "requested_at": self.requested_at,
@@ -340,7 +358,12 @@ class LockNode(Node):
     def from_data(cls, data: dict[str, Any]) -> LockNode:
         """Rebuild a node. The OS lock is not part of the data: a restored ``acquired``
         node describes a lock some session held, not one this process holds."""
-        node = cls(data["path"], lock_file=data["lock_file"], timeout=data.get("timeout", 30.0))
+        node = cls(
+            data["path"],
+            lock_file=data["lock_file"],
+            timeout=data.get("timeout", 30.0),
+            service=data.get("service", "file"),
+        )
         status = data.get("status", "pending")
         if status not in LOCK_STATUSES:
             raise LockError(f"unknown lock status {status!r}", value=status)

@@ -27,6 +27,7 @@ Must not import sessions or nodes.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -80,8 +81,10 @@ def _git(root: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
 
+@functools.lru_cache(maxsize=256)
 def repository_identity(root: Path) -> tuple[str, Path]:
-    """``(repository id, base directory)`` of the checkout holding ``root``.
+    """``(repository id, base directory)`` of the checkout holding ``root`` (asked of git
+    once per directory and process).
 
     In a git work tree: ``git:<first commit>`` (the oldest root commit, the same in every
     clone) and the work tree's top level; a git work tree without commits falls back to

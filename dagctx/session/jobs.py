@@ -37,11 +37,14 @@ from dagctx.nodes.lock import (
     DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT,
 )
 from dagctx.nodes.lock import (
+    LockHandle,
     LockNode,
     check_lock_timeout,
     lock_file_for,
 )
+from dagctx.nodes.lock_pg import PostgresLockHandle, advisory_key
 from dagctx.nodes.shell import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ShellNode
+from dagctx.runtime.coordination_pg import repository_identity
 from dagctx.session.core import SessionCore
 
 if TYPE_CHECKING:
@@ -120,7 +123,10 @@ class JobVerbs(SessionCore):
 
         The lock file lives under ``<root>/.dagctx/locks/``; ``path`` itself need not exist.
         The lock is held until :meth:`release` or until the session closes; the OS frees
-        it if this process dies.
+        it if this process dies. With a PostgreSQL ``store`` it is an advisory lock keyed
+        by the repository and the repository-relative path instead
+        (:mod:`dagctx.nodes.lock_pg`), exclusive between agents on every machine; the
+        server frees it if the holder dies, and a broken connection shows it ``lost``.
 
         Raises:
             PathError: ``path`` is outside the session root.
@@ -128,13 +134,23 @@ class JobVerbs(SessionCore):
             NodeNotFoundError: ``parent`` is unknown. Nothing is locked then.
         """
         self._check_open()
-        _, relative = self.resolve_path(path)
+        absolute, relative = self.resolve_path(path)
         seconds = check_lock_timeout(timeout)
-        lock_file = lock_file_for(self.root, relative)
-        node = LockNode(relative, lock_file=lock_file, timeout=seconds, state=state,
-                        priority=priority)  # fmt: skip
+        handle: LockHandle | PostgresLockHandle
+        if self.store is None:
+            lock_file = lock_file_for(self.root, relative)
+            handle = LockHandle(lock_file, root=self.root)
+            node = LockNode(relative, lock_file=lock_file, timeout=seconds, state=state,
+                            priority=priority)  # fmt: skip
+        else:
+            repo_id, base = repository_identity(self.root)
+            name = absolute.relative_to(base).as_posix() if absolute != base else ""
+            handle = PostgresLockHandle(self.store, advisory_key(repo_id, name))
+            described = f"advisory lock {handle.key} ({repo_id}:{name}) on {handle.where}"
+            node = LockNode(relative, lock_file=described, timeout=seconds, state=state,
+                            priority=priority, service="postgresql")  # fmt: skip
         self.add(node, parent=parent)
-        self._jobs.start_lock(node, lock_file, self.root)
+        self._jobs.start_lock(node, handle)
         return node
 
     def release(self, lock: LockNode | str) -> bool:

@@ -24,11 +24,11 @@ import concurrent.futures
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import TypeVar
 
 from dagctx.nodes.base import Node
 from dagctx.nodes.lock import LockHandle, LockNode
+from dagctx.nodes.lock_pg import PostgresLockHandle
 from dagctx.nodes.shell import ShellNode
 from dagctx.runtime.processes import (
     DRAIN_SECONDS,
@@ -55,7 +55,7 @@ class Jobs:
         self._mutex = threading.Lock()
         self._outstanding: dict[Node, concurrent.futures.Future[None]] = {}
         self._cancels: dict[ShellNode, asyncio.Event] = {}
-        self._locks: dict[LockNode, LockHandle] = {}
+        self._locks: dict[LockNode, LockHandle | PostgresLockHandle] = {}
         self._marks: set[str] = set()  # the environment marks of every command started
 
     # -- shell commands ---------------------------------------------------------------
@@ -91,15 +91,14 @@ class Jobs:
 
     # -- locks ------------------------------------------------------------------------
 
-    def start_lock(self, node: LockNode, lock_file: Path, root: Path) -> None:
-        """Start waiting for the OS lock on ``lock_file`` (under ``root``'s state
-        directory) for ``node``; the outcome goes to the intake."""
-        handle = LockHandle(lock_file, root=root)
+    def start_lock(self, node: LockNode, handle: LockHandle | PostgresLockHandle) -> None:
+        """Start waiting for ``handle``'s lock (an OS file lock or a PostgreSQL advisory
+        lock) for ``node``; the outcome goes to the intake."""
         with self._mutex:
             self._locks[node] = handle
             self._outstanding[node] = self._runner.submit(self._acquire(node, handle))
 
-    async def _acquire(self, node: LockNode, handle: LockHandle) -> None:
+    async def _acquire(self, node: LockNode, handle: LockHandle | PostgresLockHandle) -> None:
         outcome = await asyncio.to_thread(handle.acquire, node.timeout)
         if outcome.status != "acquired":
             with self._mutex:
@@ -114,8 +113,9 @@ class Jobs:
         return handle.release() if handle is not None else False
 
     def check_locks(self) -> None:
-        """Let go every held lock whose file vanished or was replaced and mark its node
-        ``lost`` (:meth:`LockHandle.lost`); call it inside a tick, after the intake."""
+        """Let go every held lock whose file vanished or was replaced (or whose
+        connection to PostgreSQL broke) and mark its node ``lost`` (:meth:`LockHandle.lost`);
+        call it inside a tick, after the intake."""
         with self._mutex:
             held = [(n, h) for n, h in self._locks.items() if n.held and h.held]
         for node, handle in held:
