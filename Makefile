@@ -1,11 +1,19 @@
-# Every target is self-sufficient on a fresh machine: it creates .venv and installs
-# the project (with its dev and langgraph extras) when pyproject.toml is newer than the venv.
+# Every target is self-sufficient on a fresh machine: it creates .venv and installs the
+# project when pyproject.toml is newer than the venv: `run` the project alone, the other
+# targets with its dev and langgraph extras.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: run test bench bench-quick bench-relevance bench-relevance-quick lint clean
+
+RUN_STAMP := $(VENV)/.installed-run
+
+$(RUN_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,7 +33,7 @@ $(AIDER_STAMP): pyproject.toml $(STAMP)
 	$(AIDER_VENV)/bin/python -m pip install --quiet -r $(AIDER_VENV)/requirements.txt \
 		&& touch $(AIDER_STAMP) || echo "aider not installed: its rows will read n/a"
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/dagctx watch . --budget 8000
 
 # The tests start a throwaway PostgreSQL server; the script installs one when missing.

@@ -102,7 +102,7 @@ class TestGroupNode:
         (project / "src" / "auth.py").write_text("x = 1\n")
         session.tick()
         assert g.version > before
-        assert "- src/auth.py (1 lines)" in session.project().text
+        assert "- src/auth.py (1 line)" in session.project().text
 
     def test_sync_summarizer_and_stale_rendering(self, project: Path, session: Session) -> None:
         a = session.text("src/auth.py")

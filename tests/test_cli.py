@@ -62,6 +62,33 @@ class TestRender:
         assert messages[0]["role"] == "system" and "README.md" in messages[0]["content"]
 
 
+class TestSmallThings:
+    def test_version(self) -> None:
+        result = run("--version")
+        assert result.returncode == 0 and result.stdout.startswith("dagctx ")
+
+    @pytest.mark.parametrize("command", ["render", "watch", "mcp"])
+    def test_one_budget_default_shown_in_help(self, command: str) -> None:
+        assert "token budget (default 8000)" in run(command, "--help").stdout
+
+    def test_render_without_budget_uses_the_default(self, tree: Path) -> None:
+        result = run("render", str(tree), "--format", "json")
+        assert result.returncode == 0 and json.loads(result.stdout)["budget"] == 8000
+
+    def test_a_reader_that_stops_early_ends_it_quietly(self, tree: Path) -> None:
+        for i in range(300):  # far more than a pipe holds
+            (tree / f"mod_{i}.py").write_text(f"VALUE_{i} = {i}\n" * 60)
+        command = f"{sys.executable} -m dagctx.cli render {tree} --budget 50000 | head -1"
+        done = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", command],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert (done.returncode, done.stderr) == (0, "")
+        assert done.stdout.startswith("## ")
+
+
 class TestErrors:
     @pytest.mark.parametrize(
         ("args", "needle"),

@@ -23,7 +23,8 @@ from dagctx.mcp.arguments import client_schema
 from dagctx.mcp.server import SessionServer, bind_context_tools, reading_context
 from dagctx.session import Session
 from dagctx.tokens import TokenCounter
-from dagctx.tools import get_context_tools, get_graph_tools
+from dagctx.tools import ContextTool, get_context_tools, get_graph_tools
+from dagctx.tools.knowledge import add_knowledge
 
 #: Seconds one scenario may take, server start and shutdown included.
 SCENARIO_TIMEOUT = 30.0
@@ -109,12 +110,15 @@ async def node_id(client: ClientSession, label: str) -> str:
 
 class TestTools:
     def test_every_context_and_graph_tool_with_the_generated_schema(self, root: Path) -> None:
-        expected = {tool.name: tool for tool in [*get_context_tools(), *get_graph_tools()]}
+        knowledge_input = ContextTool(add_knowledge)
+        expected = {
+            tool.name: tool for tool in [*get_context_tools(), knowledge_input, *get_graph_tools()]
+        }
 
         async def scenario(client: ClientSession) -> None:
             listed = (await client.list_tools()).tools
             assert [tool.name for tool in listed] == list(expected)
-            assert len(listed) == 17
+            assert len(listed) == 18
             for tool in listed:
                 assert tool.input_schema == client_schema(expected[tool.name].parameters)
                 assert '"null"' not in json.dumps(tool.input_schema)

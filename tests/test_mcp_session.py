@@ -54,6 +54,9 @@ def root(tmp_path: Path) -> Path:
     project.mkdir()
     (project / "greet.py").write_text(SOURCE)
     (project / "notes.md").write_text("# Notes\n\nThe deploy key lives in the vault.\n")
+    (project / "README.md").write_text("# Project\n\nGreets people politely.\n")
+    (project / "docs").mkdir()
+    (project / "docs" / "deploy.md").write_text("# Deploy\n\nRun the zeppelin script.\n")
     return project
 
 
@@ -275,6 +278,46 @@ class TestClientArguments:
             "b": {"type": "array", "items": {"type": "string"}},
             "c": {"type": ["string", "null"]},  # required: null is a real value there
         }
+
+
+class TestKnowledge:
+    def test_the_repository_docs_are_searchable_from_the_start(self, root: Path) -> None:
+        async def scenario(client: ClientSession, updates: Updates) -> None:
+            found = reply(await call(client, "search_knowledge", query="zeppelin"))
+            assert found.startswith("1. docs/deploy.md")
+            readme = await call(client, "get_knowledge", name="README.md")
+            assert reply(readme) == "# Project\n\nGreets people politely.\n"
+            assert (await call(client, "get_knowledge", name="notes.md")).is_error  # not a doc
+            (root / "docs" / "deploy.md").write_text("# Deploy\n\nNow the blimp script.\n")
+            deadline = anyio.current_time() + 10
+            while "docs/deploy.md" not in reply(
+                await call(client, "search_knowledge", query="blimp")
+            ):
+                assert anyio.current_time() < deadline
+                await anyio.sleep(0.2)
+
+        drive(root, scenario)
+
+    def test_add_knowledge_from_text_or_a_file(self, root: Path) -> None:
+        async def scenario(client: ClientSession, updates: Updates) -> None:
+            stored = await call(client, "add_knowledge", name="plan", text="Ship on Friday.\n")
+            assert (
+                reply(stored)
+                == "Stored 'plan' (version 1, 1 line); the knowledge tools find it now."
+            )
+            assert "plan" in reply(await call(client, "search_knowledge", query="friday"))
+            await call(client, "add_knowledge", name="code", path="greet.py")
+            assert reply(await call(client, "get_knowledge", name="code")) == SOURCE
+            for arguments, message in [
+                ({"name": "x", "path": "../outside.txt"}, "outside the working directory"),
+                ({"name": "x"}, "Give either text or path"),
+                ({"name": "x", "text": "a", "path": "greet.py"}, "Give either text or path"),
+                ({"name": "", "text": "a"}, "add_knowledge failed"),
+            ]:
+                result = await call(client, "add_knowledge", **arguments)
+                assert result.is_error and message in reply(result), reply(result)
+
+        drive(root, scenario)
 
 
 class TestExplain:

@@ -432,6 +432,7 @@ class TestCommand:
 
     def test_once_replaces_the_file_instead_of_rewriting_it(self, tree: Path) -> None:
         out = tree / "ctx" / "projection.md"
+        out.parent.mkdir()  # --out makes no directory outside .dagctx
         assert main(["watch", str(tree), "--budget", "2000", "--once", "--out", str(out)]) == 0
         first = out.stat().st_ino
         (tree / "README.md").write_text("# Changed\n")
@@ -446,6 +447,7 @@ class TestCommand:
             (["missing-dir", "--budget", "100", "--once"], "missing-dir"),
             (["{tree}", "--budget", "100", "--once", "--encoding", "nope"], "nope"),
             (["{tree}", "--budget", "100", "--once", "--out", "{tree}/src"], "src"),
+            (["{tree}", "--once", "--out", "{tree}/no/such/dir/p.md"], "does not exist"),
         ],
     )
     def test_bad_input_is_one_line_and_exit_1(
@@ -460,6 +462,22 @@ class TestCommand:
         assert main(["watch", *(a.format(tree=tree) for a in args)]) == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("dagctx: error:") and message in err
+
+    def test_out_makes_missing_directories_only_under_dagctx(self, tree: Path) -> None:
+        out = tree / ".dagctx" / "views" / "p.md"
+        assert main(["watch", str(tree), "--once", "--out", str(out)]) == 0
+        assert "def login(user):" in out.read_text()
+        assert not (tree / "no").exists()
+
+    def test_an_unknown_encoding_fails_before_any_notice(
+        self, tree: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(["watch", str(tree), "--once"]) == 0  # a session to resume
+        capsys.readouterr()
+        assert main(["watch", str(tree), "--once", "--encoding", "nope"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("dagctx: error:") and "nope" in err
+        assert "resuming" not in err and err.count("\n") == 1
 
     def test_a_bad_budget_is_a_usage_error(self, tree: Path) -> None:
         with pytest.raises(SystemExit) as exit_info:

@@ -2,14 +2,16 @@
 :mod:`.mcp`), each adding its parser with ``add_parser`` and running it with ``run``.
 
 Every failure the user can cause (a bad argument, an unreadable path, a bad budget or
-encoding) is reported as one line on stderr with a non-zero exit, never a traceback.
-Subcommands import their heavy parts when they run, so ``dagctx --help`` and
+encoding) is reported as one line on stderr with a non-zero exit, never a traceback. A
+reader that stops early (``dagctx render ... | head``) ends the command quietly with
+status 0. Subcommands import their heavy parts when they run, so ``dagctx --help`` and
 ``dagctx --version`` import no third-party package (``tests/test_startup.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -59,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         status: int = args.run(args)
+    except BrokenPipeError:
+        return _reader_left()
     except DagctxError as exc:
         print(f"dagctx: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -68,4 +72,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_left()
     return status
+
+
+def _reader_left() -> int:
+    """The reader of stdout went away (``| head``): nothing more to say, and Python's
+    exit-time flush must not report it either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0

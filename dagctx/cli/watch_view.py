@@ -120,14 +120,20 @@ class Outputs:
         a symlink), ``out`` recorded as dagctx's.
 
         Raises:
-            PathError: ``out`` is a directory, or a file with content that dagctx did
-                not write.
+            PathError: ``out`` is a directory, a file with content that dagctx did not
+                write, or in a directory that does not exist outside ``state``.
             OSError: the state directory is a symlink or cannot be made.
         """
         state = state or session.root / STATE_DIR
         markdown = Path(out).expanduser().resolve() if out else state / "projection.md"
         if markdown.is_dir():
             raise PathError(f"--out {out!r} is a directory; give a file path", path=out)
+        if out and not markdown.parent.is_dir() and not markdown.is_relative_to(state):
+            raise PathError(
+                f"--out {out!r}: the directory {str(markdown.parent)!r} does not exist;"
+                f" make it first (only directories under {str(state)!r} are made)",
+                path=out,
+            )
         make_state_dir(state)
         written = _recorded_outputs(state)
         if out and markdown.parent != state and markdown not in written:

@@ -3,8 +3,9 @@
 A client of ``dagctx mcp [PATH]`` gets:
 
 - **tools**: the seven context tools (the todo list in ``session.context``; files and
-  knowledge read through a layer over it, see `bind_context_tools`) and the ten graph
-  tools (``set_focus`` among them), bound to the session. Each MCP input schema is the
+  knowledge read through a layer over it, see `bind_context_tools`), ``add_knowledge``
+  (a note or a project file into that layer's workspace) and the ten graph tools
+  (``set_focus`` among them), bound to the session. Each MCP input schema is the
   tool's own `Tool.parameters` as `dagctx.mcp.arguments.client_schema` publishes it (no
   null unions), arguments in string form are read by `~dagctx.mcp.arguments.coerce_arguments`
   and validated by `Tool.execute`. A call the tool did not carry out (a
@@ -20,7 +21,10 @@ A client of ``dagctx mcp [PATH]`` gets:
 - **following the tree** (`SessionServer.follow`): with ``follow=True`` (what ``dagctx
   mcp`` does) the tree is scanned (or re-surveyed, for a resumed session) before the
   first request touches the session, and watched with watchfiles while the server runs:
-  each batch of file changes is one tick.
+  each batch of file changes is one tick. The repository's own docs (`DOC_FILES`: the
+  README and ``docs/**/*.md``) are added to the knowledge workspace after the scan, under
+  their relative paths, and added again when they change, so the knowledge tools find
+  them from the start.
 
 The session is not thread-safe and its verbs block (a tick, the projection of a large
 graph, ``run_shell``'s short wait), so each request and each tick of the watcher runs in
@@ -36,6 +40,7 @@ import os
 from collections.abc import Callable, Iterable
 from functools import partial
 from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -54,9 +59,9 @@ from dagctx.projection import Projection
 from dagctx.session import Session, TickResult
 from dagctx.tokens import DEFAULT_ENCODING
 from dagctx.tools import Tool, get_context_tools, get_graph_tools, get_planning_tools
-from dagctx.tools.base import Refusal
-from dagctx.tools.files import WORKING_DIR_KEY
-from dagctx.tools.knowledge import KNOWLEDGE_STORE_KEY, WORKSPACE_KEY
+from dagctx.tools.base import ContextTool, Refusal
+from dagctx.tools.files import WORKING_DIR_KEY, read_file
+from dagctx.tools.knowledge import KNOWLEDGE_STORE_KEY, WORKSPACE_KEY, add_knowledge
 
 __all__ = [
     "EXPLAIN_URI",
@@ -77,6 +82,10 @@ EXPLAIN_URI = "dagctx://explain"
 SERVER_NAME = "dagctx"
 TASK_ID = "dagctx-mcp"
 """Task id of the server's reading `Context` and `Workspace`."""
+
+DOC_FILES = ("README.md", "README.rst", "README.txt", "README", "docs/**/*.md")
+"""The repository's docs ``dagctx mcp`` makes searchable (globs relative to the root)."""
+_MAX_DOCS = 500
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -102,13 +111,14 @@ def reading_context(session: Session) -> Context:
     return Context(TASK_ID, state=layer)
 
 
-def bind_context_tools(session: Session) -> list[Tool[Any]]:
+def bind_context_tools(session: Session, reading: Context | None = None) -> list[Tool[Any]]:
     """The seven context tools, in the seed's order, bound for serving `session`.
 
     The planning tools act on ``session.context``, so the todo list lives (and is saved)
-    with the session; ``read_file`` and the knowledge tools act on `reading_context`.
+    with the session; ``read_file`` and the knowledge tools act on `reading` (default: a
+    new `reading_context`).
     """
-    planning, reading = session.context, reading_context(session)
+    planning, reading = session.context, reading or reading_context(session)
     planning_names = {tool.name for tool in get_planning_tools()}
     return [
         tool.bind(planning if tool.name in planning_names else reading)
@@ -158,7 +168,10 @@ class SessionServer:
         self, session: Session, *, after_tick: Callable[[TickResult], None] | None = None
     ) -> None:
         self.session = session
-        tools = bind_context_tools(session)
+        #: What ``read_file`` and the knowledge tools act on (see `reading_context`).
+        self.reading = reading_context(session)
+        tools = bind_context_tools(session, self.reading)
+        tools.append(ContextTool(add_knowledge).bind(self.reading))
         tools += [tool.bind(session) for tool in get_graph_tools()]
         self.tools: dict[str, Tool[Any]] = {tool.name: tool for tool in tools}
         self._after_tick = after_tick
@@ -324,14 +337,45 @@ class SessionServer:
                 task_status.started()
                 await anyio.to_thread.run_sync(tracker.load)
                 await anyio.to_thread.run_sync(self._tick, tracker)
+                await anyio.to_thread.run_sync(self.add_docs, self.doc_paths())
             while (batch := await watcher.next()) is not None:
                 async with self._lock:
+                    changed = {Path(path) for _, path in batch[0]}
+                    docs = [p for p in self.doc_paths(changed) if p in changed]
+                    await anyio.to_thread.run_sync(self.add_docs, docs)
                     plan = await anyio.to_thread.run_sync(tracker.plan, *batch)
                     if not plan:
                         continue
                     self.session.queue_result(partial(tracker.apply, plan))
                     result = await anyio.to_thread.run_sync(self._tick, tracker)
                 await self._notify_if_changed(result.projection)
+
+    def doc_paths(self, candidates: Iterable[Path] | None = None) -> list[Path]:
+        """The files under the root that `DOC_FILES` names (at most 500, in order): among
+        `candidates` when given (they need not exist), else on the disk."""
+        root = self.session.root
+        if candidates is not None:
+            return [
+                p for p in candidates if p.is_relative_to(root) and _is_doc(p.relative_to(root))
+            ][:_MAX_DOCS]
+        found: dict[Path, None] = {}
+        for pattern in DOC_FILES:
+            for path in sorted(root.glob(pattern)):
+                if not any(part.startswith(".") for part in path.relative_to(root).parts):
+                    found.setdefault(path)
+        return list(found)[:_MAX_DOCS]
+
+    def add_docs(self, paths: Iterable[Path]) -> None:
+        """Store each file as the knowledge artifact named by its path relative to the
+        root (read as ``read_file`` reads; a file that is gone or refused is dropped)."""
+        workspace = self.reading.state[WORKSPACE_KEY]
+        for path in paths:
+            name = path.relative_to(self.session.root).as_posix()
+            text = read_file(self.reading, name)
+            if isinstance(text, Refusal):
+                workspace.delete_sync(name)
+            elif workspace.read(name) != text:
+                workspace.write_sync(name, text)
 
     def _tick(self, tracker: TreeTracker) -> TickResult:
         result = self.session.tick()
@@ -397,6 +441,16 @@ class SessionServer:
             on_subscribe_resource=on_subscribe,
             on_unsubscribe_resource=on_unsubscribe,
         )
+
+
+def _is_doc(relative: Path) -> bool:
+    """Whether the path (relative to the root) is one `DOC_FILES` names."""
+    parts = relative.parts
+    if not parts or any(part.startswith(".") for part in parts):
+        return False
+    if len(parts) == 1:
+        return parts[0] in DOC_FILES
+    return parts[0] == "docs" and relative.suffix == ".md"
 
 
 def _execute(tool: Tool[Any], arguments: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from dagctx._lines import split_lines
+from dagctx._plural import counted
 from dagctx.errors import NodeFieldError
 from dagctx.nodes.base import Node, NodeState
 
@@ -115,13 +116,17 @@ class ArtifactNode(Node):
     def render_state(self, state: NodeState) -> str:
         n = len(self._lines)
         if state == NodeState.COLLAPSED:
-            facts = ", ".join([*([self.language] if self.language else []), f"{n} lines"])
+            facts = ", ".join([*([self.language] if self.language else []), counted(n, "line")])
             return f"- {self.kind}: {self.label()} ({facts}) (#{self.id})"
         if state == NodeState.SUMMARY:
             tail = self._keeps_tail()
             shown = self._lines[-SUMMARY_LINES:] if tail else self._lines[:SUMMARY_LINES]
             where = "last" if tail else "first"
-            rest = f"({n} lines; {where} {len(shown)})" if n > len(shown) else f"({n} lines)"
+            rest = (
+                f"({counted(n, 'line')}; {where} {len(shown)})"
+                if n > len(shown)
+                else f"({counted(n, 'line')})"
+            )
             return "\n".join([self._header(), rest, *shown])
         return self.render_cut(state, n)
 
@@ -144,12 +149,12 @@ class ArtifactNode(Node):
             first, last = (1, n - keep) if self._keeps_tail() else (keep + 1, n)
             parts.insert(1 if self._keeps_tail() else 2, self._cut_marker(n - keep, first, last))
         if state >= NodeState.ALL:
-            parts.append(f"({n} lines, {len(self.content)} chars)")
+            parts.append(f"({counted(n, 'line')}, {len(self.content)} chars)")
         return "\n".join(parts)
 
     @staticmethod
     def _cut_marker(cut: int, first: int, last: int) -> str:
-        return f"[… {cut} lines cut to fit the budget: lines {first}-{last}]"
+        return f"[… {counted(cut, 'line')} cut to fit the budget: lines {first}-{last}]"
 
     # -- serialization ----------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
 from dagctx._fs import display_path
+from dagctx._plural import counted
 from dagctx.nodes.base import Node, NodeState
 
 Summarizer = Callable[["GroupNode", Sequence[Node]], "str | Awaitable[str]"]
@@ -90,7 +91,7 @@ class GroupNode(Node):
     def _render(self, state: NodeState) -> str:
         if state == NodeState.COLLAPSED:
             n = self._child_count()
-            return f"## {self.label()} (#{self.id}, {n} children, collapsed)"
+            return f"## {self.label()} (#{self.id}, {counted(n, 'child', 'children')}, collapsed)"
         if state == NodeState.SUMMARY:
             summary = self.summary
             if summary is None:
@@ -98,7 +99,8 @@ class GroupNode(Node):
                 return f"## {self.label()} (#{self.id}, summary pending)\n{stale}"
             return f"## {self.label()} (#{self.id}, summary)\n{summary}"
         if state == NodeState.ALL:
-            return f"## {self.label()} (#{self.id}, {self._child_count()} children)"
+            children = counted(self._child_count(), "child", "children")
+            return f"## {self.label()} (#{self.id}, {children})"
         return f"## {self.label()} (#{self.id})"
 
     def data_dict(self) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from markdown_it import MarkdownIt
 
+from dagctx._plural import counted
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.text import DEFAULT_MAX_BYTES, ReadResult, TextNode
 
@@ -136,7 +137,7 @@ class MarkdownSectionNode(Node):
     def render_state(self, state: NodeState) -> str:
         n = len(self.body)
         if state == NodeState.COLLAPSED:
-            return f"- {'#' * self.level} {self.heading} ({n} lines) (#{self.id})"
+            return f"- {'#' * self.level} {self.heading} ({counted(n, 'line')}) (#{self.id})"
         if state == NodeState.SUMMARY:
             first: list[str] = []
             for line in self.body:

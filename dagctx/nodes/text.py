@@ -52,6 +52,7 @@ from dagctx._fs import (
     open_inside,
 )
 from dagctx._lines import split_lines
+from dagctx._plural import counted
 from dagctx._secrets import describe, redact, secret_file_reason
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.outline import outline
@@ -365,13 +366,15 @@ class TextNode(Node):
                 return f"- {self.label()} {self.placeholder}"
             return f"{self._header()}\n{self.placeholder}"
         if state == NodeState.COLLAPSED:
-            return f"- {self.label()} ({n} lines)"
+            return f"- {self.label()} ({counted(n, 'line')})"
         if state == NodeState.SUMMARY:
             shown = self._outline_text()
             if shown:
-                return f"{self._header()}\n({n} lines; outline)\n{shown}"
+                return f"{self._header()}\n({counted(n, 'line')}; outline)\n{shown}"
             first = self._first_lines(5)
-            return "\n".join([self._header(), f"({n} lines; first {len(first)})", *first])
+            return "\n".join(
+                [self._header(), f"({counted(n, 'line')}; first {len(first)})", *first]
+            )
         return self.render_cut(state, n)
 
     def _outline_text(self) -> str:
@@ -413,7 +416,7 @@ class TextNode(Node):
         cut = n - keep
         if cut > 0:
             parts.append(
-                f"[… {cut} more lines cut to fit the budget: lines {first + keep}-"
+                f"[… {counted(cut, 'more line')} cut to fit the budget: lines {first + keep}-"
                 f"{first + n - 1} of {display_path(self.path)}]"
             )
         if self.notice:

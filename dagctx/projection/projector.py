@@ -22,6 +22,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dagctx._plural import counted
 from dagctx.graph import ContextGraph
 from dagctx.nodes.base import NodeState, Trace
 from dagctx.projection.allocation import OMIT, Allocation
@@ -409,7 +410,7 @@ class Projector:
                 elif cur[i] == OMIT:
                     why = f"left out: budget (priority {prio[i]})"
                 elif i in cut:
-                    why = f"cut to {cut[i]} lines to fit the budget"
+                    why = f"cut to {counted(cut[i], 'line')} to fit the budget"
                 elif cur[i] < requested[i]:
                     why = f"degraded for budget (priority {prio[i]})"
                 else:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from dagctx._plural import counted
 from dagctx.nodes.base import NodeState
 from dagctx.projection.relevance import Score
 
@@ -207,7 +208,8 @@ class Projection:
                     s.node_id,
                     labels.get(s.node_id, ""),
                     s.requested_state.name,
-                    s.rendered_state.name + (f" (-{s.cut_lines} lines)" if s.cut_lines else ""),
+                    s.rendered_state.name
+                    + (f" (-{counted(s.cut_lines, 'line')})" if s.cut_lines else ""),
                     str(s.tokens),
                     why,
                     "" if s.reference else score(s.node_id),

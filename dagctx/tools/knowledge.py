@@ -1,4 +1,9 @@
-"""Knowledge tools: read, grep and search the artifacts attached to a context.
+"""Knowledge tools: add, read, grep and search the artifacts attached to a context.
+
+``add_knowledge`` stores a note (text, or a file under ``ctx.state["working_dir"]`` read
+as ``read_file`` reads it) as the next version of an artifact in the workspace, whose
+knowledge store indexes it; it is not one of `get_knowledge_tools` (which only read), so a
+host chooses to offer it (``dagctx mcp`` does).
 
 ``get_knowledge`` and ``grep_knowledge`` use the `Workspace` in ``ctx.state["workspace"]``;
 ``search_knowledge`` uses the `KnowledgeStore` in ``ctx.state["knowledge_store"]``. A
@@ -22,11 +27,18 @@ import regex
 from dagctx._lines import split_lines
 from dagctx._regex import PatternTooLargeError, compile_bounded
 from dagctx.context import Context
-from dagctx.errors import ToolError
+from dagctx.errors import KnowledgeError, ToolError
 from dagctx.knowledge import KnowledgeStore, Workspace, tokenize
 from dagctx.tools.base import ContextTool, Refusal
+from dagctx.tools.files import read_file
 
-__all__ = ["get_knowledge", "get_knowledge_tools", "grep_knowledge", "search_knowledge"]
+__all__ = [
+    "add_knowledge",
+    "get_knowledge",
+    "get_knowledge_tools",
+    "grep_knowledge",
+    "search_knowledge",
+]
 
 WORKSPACE_KEY = "workspace"
 KNOWLEDGE_STORE_KEY = "knowledge_store"
@@ -146,6 +158,40 @@ def search_knowledge(ctx: Context, query: str, top_k: int = 5) -> str:
         f"{rank}. {r.name} (chunk {r.chunk_index}, score {r.score:.2f})\n{r.text.strip()}"
         for rank, r in enumerate(results, start=1)
     )
+
+
+async def add_knowledge(ctx: Context, name: str, text: str = "", path: str = "") -> str:
+    """Store knowledge for later: a note, or a file of the project, which get_knowledge,
+    grep_knowledge and search_knowledge then find under its name.
+
+    Storing under a name that exists adds a new version; the latest is what is found.
+
+    Args:
+        name: Name to store it under, e.g. "deploy-notes" or the file's path.
+        text: The text to store (give text or path, not both).
+        path: A file to store, relative to the working directory (give text or path).
+    """
+    workspace = _attached(ctx, WORKSPACE_KEY, Workspace)
+    if isinstance(workspace, str):
+        return workspace
+    if bool(text) == bool(path):
+        return Refusal("Give either text or path (a file in the working directory), not both.")
+    content = read_file(ctx, path) if path else text
+    if isinstance(content, Refusal):
+        return content
+    try:
+        artifact = await workspace.write(name, content)
+    except KnowledgeError as exc:
+        return Refusal(f"add_knowledge failed: {exc}")
+    lines = len(split_lines(content))
+    return (
+        f"Stored {name!r} (version {artifact.version}, {lines} {_plural(lines, 'line')});"
+        " the knowledge tools find it now."
+    )
+
+
+def _plural(count: int, word: str) -> str:
+    return word if count == 1 else f"{word}s"
 
 
 def get_knowledge_tools() -> list[ContextTool]:
