@@ -97,8 +97,8 @@ class Link:
         noun: str,
         prepare: Callable[[psycopg.Connection[Any]], None] | None = None,
     ) -> None:
-        self.url = url
-        self.where = redact(url)
+        self.url = urlunsplit(urlsplit(url)._replace(fragment=""))  # a #name is ours
+        self.where = redact(self.url)
         self._error = error
         self._noun = noun
         self._prepare = prepare

@@ -219,3 +219,82 @@ class TestAdvisoryLocks:
             lock = s.wait(s.lock("x", timeout=1), timeout=20)
             assert lock.status == "error" and "cannot reach the lock service" in (lock.error or "")
             assert "pw" not in (lock.error or "")
+
+
+class TestSessionStore:
+    def test_save_and_load_round_trip(self, pg_url: str, project_tree: Path) -> None:
+        from dagctx.session import Session
+
+        with Session(project_tree, store=pg_url) as s:
+            s.text("src/auth.py", priority=90)
+            s.artifact("remember the login flow", title="notes")
+            s.tick()
+            where = s.save()
+            assert isinstance(where, str) and where.endswith(f"#dir:{project_tree.name}:.")
+            before = s.tick().projection.text
+        with Session.load(pg_url, root=project_tree) as loaded:
+            assert loaded.store == pg_url
+            assert loaded.tick().projection.text == before
+            loaded.save()  # it loaded the row, so it may replace it
+
+    def test_the_second_writer_gets_a_clear_error_and_the_first_goes_on(
+        self, pg_url: str, project_tree: Path
+    ) -> None:
+        from dagctx.errors import SessionConflictError
+        from dagctx.session import Session
+
+        with Session(project_tree, store=pg_url) as first:
+            first.save()
+            with Session.load(pg_url, root=project_tree) as second:
+                first.artifact("first moves on")
+                first.save()
+                second.artifact("second would overwrite it")
+                with pytest.raises(SessionConflictError, match="saved by another writer"):
+                    second.save()
+            first.save()
+            stranger = Session(project_tree, store=pg_url)  # it never loaded the row
+            with stranger, pytest.raises(SessionConflictError, match="never loaded it"):
+                stranger.save()
+        with Session.load(pg_url, root=project_tree) as loaded:
+            texts = [n.render_state(n.state.ALL) for n in loaded.nodes()]
+            assert any("first moves on" in t for t in texts)
+            assert not any("second would" in t for t in texts)
+
+    def test_a_name_on_the_url_and_the_environment_default(
+        self, pg_url: str, project_tree: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from dagctx.session import Session
+
+        with Session(project_tree) as s:
+            assert s.save(f"{pg_url}#mine").endswith("#mine")
+        monkeypatch.setenv("DAGCTX_STORE", pg_url)
+        with Session.load(f"{pg_url}#mine", root=project_tree) as loaded:
+            assert loaded.store == pg_url
+        with pytest.raises(CheckpointError, match="no saved session"):
+            Session.load(root=project_tree)  # the default name was never saved
+        assert not (project_tree / ".dagctx" / "session.db").exists()
+
+
+@pytest.fixture
+def project_tree(tmp_path: Path) -> Path:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "auth.py").write_text("def login():\n    return True\n")
+    return tmp_path
+
+
+def test_watch_once_with_a_store_saves_there_and_resumes(pg_url: str, project_tree: Path) -> None:
+    import subprocess
+    import sys
+
+    def watch(*extra: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "dagctx.cli", "watch", str(project_tree), "--once", *extra]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    first = watch("--store", pg_url)
+    assert first.returncode == 0, first.stderr
+    assert not (project_tree / ".dagctx" / "session.db").exists()
+    second = watch("--store", pg_url)
+    assert second.returncode == 0, second.stderr
+    assert "resuming after turn 1 from postgresql://" in second.stderr
+    bad = watch("--store", "sqlite:///x.db")
+    assert bad.returncode == 2 and "--store must be a postgresql:// URL" in bad.stderr

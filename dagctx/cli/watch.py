@@ -16,6 +16,12 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--out", help="projection file (default PATH/.dagctx/projection.md)")
     parser.add_argument("--once", action="store_true", help="scan, write, and exit")
     parser.add_argument("--focus", help="what the task is about: ranks the files against it")
+    parser.add_argument(
+        "--store",
+        help="a postgresql:// URL: work claims, locks and the saved session live there,"
+        " shared by agents on several machines (default: $DAGCTX_STORE, else SQLite files"
+        " under PATH/.dagctx)",
+    )
     add_encoding(parser)
     add_secrets(parser)
     parser.set_defaults(run=run)

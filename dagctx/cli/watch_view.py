@@ -59,6 +59,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
+from dagctx import _postgres
 from dagctx._fs import (
     STATE_DIR,
     StateDirError,
@@ -420,10 +421,12 @@ def open_session(
     state: Path | None = None,
     *,
     include_secrets: bool = False,
+    store: str | None = None,
 ) -> tuple[Session, str | None]:
     """Resume the session saved in ``state`` (default: ``path``'s ``.dagctx``) as
     ``session.db`` (node states, checkpoints, turn count) with ``budget``, or start a new
-    one; ``notice`` says which.
+    one; ``notice`` says which. With a PostgreSQL ``store`` the session is resumed from
+    (and will be saved to) its row there (:func:`_open_stored`).
 
     Returns the session and, when it must not be saved, why. A saved file that is
     damaged (or not a session of this dagctx) is moved aside to ``session.db.unreadable``
@@ -439,6 +442,8 @@ def open_session(
     from dagctx.session import Session
     from dagctx.session.store import SESSION_FILE
 
+    if store is not None:
+        return _open_stored(path, budget, encoding, notice, store, include_secrets)
     saved = Path(path).expanduser() / SESSION_FILE if state is None else state / SESSION_FILE.name
     off: str | None = None
     if saved.is_file():
@@ -569,6 +574,42 @@ class CtrlC:
             signal.signal(signal.SIGINT, previous)
 
 
+def _open_stored(
+    path: str,
+    budget: int,
+    encoding: str,
+    notice: Callable[[str], None],
+    store: str,
+    include_secrets: bool,
+) -> tuple[Session, str | None]:
+    """:func:`open_session` on a PostgreSQL store: resume the saved row if there is one
+    of the same encoding and secrets setting; a row that cannot be read (or an
+    unreachable server) is kept as it is, and the new session does not save over it."""
+    from dagctx.session import Session
+
+    def new() -> Session:
+        return Session(
+            path, budget=budget, encoding=encoding, include_secrets=include_secrets, store=store
+        )
+
+    try:
+        session = Session.load(store, root=path)
+    except CheckpointError as exc:
+        if str(exc).startswith("no saved session"):
+            return new(), None
+        notice(f"not resuming from {_postgres.redact(store)}: {exc}; starting a new session"
+               " that will not be saved (the saved one is kept as it is)")  # fmt: skip
+        return new(), f"{_postgres.redact(store)} could not be read"
+    if session.encoding == encoding and session.include_secrets == include_secrets:
+        session.set_budget(budget)
+        notice(f"resuming after turn {session.turn} from {_postgres.redact(store)}")
+        return session, None
+    session.close()
+    notice(f"not resuming from {_postgres.redact(store)}: another encoding or secrets"
+           " setting; starting over")  # fmt: skip
+    return new(), None
+
+
 def run_watch(args: argparse.Namespace) -> int:
     """``dagctx watch``: see the module docstring. Returns the exit status."""
     console = Console()
@@ -578,15 +619,26 @@ def run_watch(args: argparse.Namespace) -> int:
         print(f"dagctx watch: {line}", file=sys.stderr, flush=True)
 
     get_encoding(args.encoding)  # an unknown encoding fails before any notice
+    store = getattr(args, "store", None)
+    if store is not None and not _postgres.is_url(store):
+        notice(f"--store must be a postgresql:// URL, got {store!r}")
+        return 2
+    store = _postgres.store_url(store)
     state = state_location(args.path, notice)
     session, off = open_session(
-        args.path, args.budget, args.encoding, notice, state, include_secrets=args.include_secrets
+        args.path,
+        args.budget,
+        args.encoding,
+        notice,
+        state,
+        include_secrets=args.include_secrets,
+        store=store,
     )
     with CtrlC().installed() as ctrl_c, session:
         if args.focus:
             session.focus(args.focus)  # applied at the first tick
         outputs = Outputs.for_session(session, args.out, state)
-        path = None if state is None else state / "session.db"
+        path = None if state is None or store is not None else state / "session.db"
         saver = SessionSaver(session, notice, off, path)
         try:
             if args.once:

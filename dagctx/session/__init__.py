@@ -78,11 +78,17 @@ class Session(
         BudgetError, EncodingError, PathError: bad budget, encoding or root.
     """
 
-    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Save the whole session to ``path`` (default ``<root>/.dagctx/session.db``).
+    def save(self, path: str | os.PathLike[str] | None = None) -> Path | str:
+        """Save the whole session to ``path`` (default ``<root>/.dagctx/session.db``, or
+        the session's PostgreSQL ``store``).
 
-        Returns the path written. The file is replaced as one transaction: a crash at any
-        instant leaves the previous save or this one. See :mod:`dagctx.session.store`
+        Returns the path written (for PostgreSQL: the URL without its password and
+        ``#name``, the session's row; a ``#name`` on a URL given chooses the name). With
+        PostgreSQL the save is one transaction with a compare-and-swap: a session that
+        another writer saved since this one last loaded or saved it is refused with
+        :class:`~dagctx.errors.SessionConflictError` (:mod:`dagctx.session.file_pg`).
+        The file is replaced as one transaction: a crash at any instant leaves the
+        previous save or this one. See :mod:`dagctx.session.store`
         for what is saved.
 
         Raises:
@@ -102,7 +108,9 @@ class Session(
         """Load a session saved by :meth:`save`.
 
         Args:
-            path: the session file (default ``<root>/.dagctx/session.db``).
+            path: the session file (default ``<root>/.dagctx/session.db``), or a
+                ``postgresql://`` URL (default too when ``DAGCTX_STORE`` holds one): the
+                loaded session keeps using that store.
             root: the root of the loaded session (default: the saved root when ``path`` is
                 given, else the current directory).
 

@@ -166,7 +166,7 @@ class SessionCore:
         self._refresh: dict[str, Node] = {}
         # Session file (resolved path) → the generation this session last read or wrote
         # there: a save refuses a file another session wrote since (session/file.py).
-        self._file_generations: dict[Path, str] = {}
+        self._file_generations: dict[Path | str, str] = {}
         self._closers: list[Callable[[], None]] = []
         self._tokens: list[contextvars.Token[SessionCore | None]] = []
         self.closed = False

@@ -20,6 +20,10 @@ forked contexts not merged yet. A node whose data names the saved session root u
 ``"root"`` follows the session when it is loaded under another root; a node naming any
 other root is refused (only a tampered file has one, and it would read files there).
 
+With a PostgreSQL store (``Session(..., store=URL)``, ``DAGCTX_STORE``, or a URL as the
+path) the same data goes to one row of :mod:`dagctx.session.file_pg` instead, under a
+compare-and-swap of its generation.
+
 The file layout and its atomicity (one transaction per save, safe against a kill at any
 instant; a save that raises leaves the file as it was) belong to :mod:`dagctx.session.file`.
 ``load`` checks the data as it rebuilds the session and returns a complete session or
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import dagctx.nodes  # noqa: F401 - importing the package registers every node type
+from dagctx import _postgres
 from dagctx._fs import make_state_dir
 from dagctx._json import encode_json
 from dagctx.checkpoint import Checkpoint, CheckpointStore
@@ -46,6 +51,7 @@ from dagctx.errors import (
 )
 from dagctx.graph import GraphData, StructureCheckpoint
 from dagctx.nodes.base import Node, NodeState
+from dagctx.runtime.coordination_pg import repository_identity
 from dagctx.session.file import (
     SessionData,
     TraceRows,
@@ -53,6 +59,7 @@ from dagctx.session.file import (
     release_session_file,
     write_session_file,
 )
+from dagctx.session.file_pg import read_session_pg, split_name, write_session_pg
 
 if TYPE_CHECKING:
     from dagctx.session import Session
@@ -61,13 +68,36 @@ SESSION_FILE = Path(".dagctx") / "session.db"
 """Where a session is saved by default, relative to its root."""
 
 
-def save(session: Session, path: str | os.PathLike[str] | None = None) -> Path:
-    """Save ``session`` to ``path`` (default ``<root>/.dagctx/session.db``); return the
-    path written. See :meth:`Session.save`.
+def session_name(root: Path) -> str:
+    """The default name of the session of ``root`` in a PostgreSQL session store: the
+    repository id and the repository-relative root (the same in every checkout)."""
+    repo_id, base = repository_identity(root)
+    return f"{repo_id}:{root.relative_to(base).as_posix()}"
+
+
+def _postgres_target(url: str, root: Path) -> tuple[str, str, str]:
+    """``(url without fragment, session name, key)`` of a PostgreSQL session target;
+    the key (the URL without its password, then ``#name``) is what the session records
+    the generation under."""
+    base, name = split_name(url)
+    name = name or session_name(root)
+    return base, name, f"{_postgres.redact(base)}#{name}"
+
+
+def save(session: Session, path: str | os.PathLike[str] | None = None) -> Path | str:
+    """Save ``session`` to ``path`` (default: the session's PostgreSQL ``store`` if it
+    has one, else ``<root>/.dagctx/session.db``); return the path written, or for
+    PostgreSQL the URL (without its password) and ``#name``. See :meth:`Session.save`.
 
     Raises:
         CheckpointError: see :meth:`Session.save`; the file is left as it was.
     """
+    url = session.store if path is None else path if _postgres.is_url(path) else None
+    if isinstance(url, str):
+        base, name, row = _postgres_target(url, session.root)
+        expected = session._file_generations.get(row)
+        session._file_generations[row] = write_session_pg(base, name, _dump(session), expected)
+        return row
     target = session.root / SESSION_FILE if path is None else Path(path)
     if path is None:
         _make_state_dir(target.parent)
@@ -103,11 +133,21 @@ def load(
     *,
     root: str | os.PathLike[str] | None = None,
 ) -> Session:
-    """Build a ``cls`` session from the file ``path``. See :meth:`Session.load`.
+    """Build a ``cls`` session from the file ``path``, or from a PostgreSQL session store
+    when ``path`` is a ``postgresql://`` URL (or None while ``DAGCTX_STORE`` names one;
+    the session is ``root``'s, default the current directory). See :meth:`Session.load`.
 
     Raises:
         CheckpointError: see :meth:`Session.load`; no session is returned.
     """
+    url = _postgres.store_url(path)
+    if url is not None:
+        here = Path("." if root is None else root).expanduser().resolve()
+        plain, name, row = _postgres_target(url, here)
+        data = read_session_pg(plain, name)
+        session = _build(cls, data, here, row, store=plain)
+        session._file_generations[row] = data.generation
+        return session
     if path is None:
         base = Path("." if root is None else root).expanduser().resolve()
         path, root = base / SESSION_FILE, base
@@ -197,7 +237,12 @@ def _dump_context(context: Context) -> dict[str, Any]:
 
 
 def _build(
-    cls: type[Session], data: SessionData, root: str | os.PathLike[str] | None, path: Path
+    cls: type[Session],
+    data: SessionData,
+    root: str | os.PathLike[str] | None,
+    path: Path | str,
+    *,
+    store: str | None = None,
 ) -> Session:
     where = repr(str(path))
     info = data.info
@@ -208,6 +253,7 @@ def _build(
             budget=_get(info, "budget", int, where),
             encoding=_get(info, "encoding", str, where),
             include_secrets=info.get("include_secrets") is True,
+            store=store,
         )
     except DagctxError as exc:
         hint = "; pass root= to load it elsewhere" if root is None else ""
@@ -318,4 +364,4 @@ def _load_context(raw: Any, checkpoints: list[Any], where: str) -> Context:
     return context
 
 
-__all__ = ["SESSION_FILE", "load", "save"]
+__all__ = ["SESSION_FILE", "load", "save", "session_name"]
