@@ -4,6 +4,7 @@ determinism, cache-friendly prefix, incrementality — as examples and as proper
 from __future__ import annotations
 
 import contextlib
+import re
 import tempfile
 from pathlib import Path
 
@@ -218,6 +219,49 @@ class TestProperties:
             unbudgeted = s.project(10**9)
             if unbudgeted.tokens <= p.budget:  # fidelity
                 assert p.text == unbudgeted.text and not p.degraded and not p.omitted
+
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        sizes=st.lists(
+            st.lists(st.integers(1, 40), min_size=1, max_size=6), min_size=1, max_size=5
+        ),
+        budget=st.integers(30, 5000),
+        focus=st.sampled_from([None, "restore", "render page", "restore render"]),
+        state=st.sampled_from(["DETAILS", "ALL"]),
+    )
+    def test_hard_budget_under_focus_and_focused_cuts(
+        self,
+        tmp_path: Path,
+        sizes: list[list[int]],
+        budget: int,
+        focus: str | None,
+        state: str,
+    ) -> None:
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        words = ("restore", "render", "page", "colors")
+        for i, functions in enumerate(sizes):
+            code = ['"""A module."""', "import os", ""]
+            for j, n in enumerate(functions):
+                word = words[(i + j) % len(words)]
+                code.append(f"def {word}_{j}(value):")
+                code += [f"    value = value + {k}  # {word}" for k in range(n)]
+                code.append("")
+            (root / f"m{i}.py").write_text("\n".join(code))
+        with Session(root, budget=budget) as s:
+            for i in range(len(sizes)):
+                s.text(f"m{i}.py", state=state)
+            s.focus(focus)
+            p = s.tick().projection
+            assert exact(p.text) == p.tokens <= budget, p.explain()
+            fresh = s.project()
+            assert fresh.text == p.text  # determinism
+            for x in p.sections:
+                if x.cut_lines:  # a cut marks what it leaves out, with line numbers
+                    assert re.search(r"… lines [0-9]+–[0-9]+ elided", p.text) or re.search(
+                        r"… [0-9]+ more lines cut", p.text
+                    )
 
     @settings(
         max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

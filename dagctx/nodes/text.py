@@ -30,18 +30,25 @@ Outlines are not held by the nodes: the most recently used :data:`OUTLINES_KEPT`
 in one cache keyed by path, first line and a digest of the content, so a render of an
 unchanged file does not parse it again while it is among those, and a tree of 10,000
 files holds a few hundred outlines, not 10,000.
+A file with an outline is cut by it (:meth:`TextNode.render_focused_cut`): its parts
+(:func:`dagctx.outline.cut.partition`) in full by their match with the focus, the others
+as marker lines with their line ranges; the parts and each focus's order of them are kept
+in caches like the outlines'.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import mimetypes
 import os
 import stat
 import threading
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, BinaryIO, ClassVar, TypeVar
 
 from dagctx._fs import (
     SNIFF_BYTES,
@@ -54,8 +61,10 @@ from dagctx._fs import (
 from dagctx._lines import split_lines
 from dagctx._plural import counted
 from dagctx._secrets import describe, redact, secret_file_reason
+from dagctx._words import terms, tokenize
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.outline import outline
+from dagctx.outline.cut import Cut, Ladder, partition
 from dagctx.outline.kinds import outline_chars
 
 DEFAULT_MAX_BYTES = 1_000_000
@@ -105,6 +114,30 @@ def stat_key(path: str) -> StatKey | None:
 # path, first line, content digest → outline text; insertion order is recency of use
 _outlines: dict[tuple[str, int, bytes], str] = {}
 _outlines_lock = threading.Lock()
+# the same key → the file's cut units (None: no outline), and with a focus → its ladder
+_cuts: dict[tuple[str, int, bytes], Cut | None] = {}
+_ladders: dict[tuple[str, int, bytes, str | None], Ladder] = {}
+_NAMED = 4  # definitions named in the note under a focused cut
+NAME_MATCH, REFERENCE = 3.0, 1.0  # a focus term in a definition's name; a use of one
+_K1, _B = 1.2, 0.75  # BM25's term saturation and length normalization, over a file's units
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _recent(cache: dict[_K, _V], key: _K, make: Callable[[], _V]) -> _V:
+    """``cache[key]``, made by ``make`` when missing; the cache keeps the
+    :data:`OUTLINES_KEPT` most recently used (insertion order is recency of use)."""
+    with _outlines_lock:
+        if key in cache:
+            value = cache.pop(key)
+            cache[key] = value
+            return value
+    value = make()
+    with _outlines_lock:
+        cache[key] = value
+        while len(cache) > OUTLINES_KEPT:
+            del cache[next(iter(cache))]
+    return value
 
 
 def _binary(size: int) -> str:
@@ -422,6 +455,106 @@ class TextNode(Node):
         if self.notice:
             parts.append(self.notice)
         return "\n".join(parts)
+
+    # -- focused cuts -----------------------------------------------------------------
+
+    def _content_key(self) -> tuple[str, int, bytes]:
+        """(path, first line, digest of the lines shown): what the cut caches are keyed by."""
+        digest = hashlib.blake2b(self._text.encode("utf-8", "surrogatepass"), digest_size=16)
+        return (self.path, self.start_line or 1, digest.digest())
+
+    def _units(self) -> Cut | None:
+        """The file's cut units (:func:`dagctx.outline.cut.partition`; None without
+        outline entries), from the shared cache of recent ones or made and put there."""
+        first = self.start_line or 1
+
+        def make() -> Cut | None:
+            return partition(outline(self.path, self._text, first_line=first), self.lines, first)
+
+        return _recent(_cuts, self._content_key(), make)
+
+    def _ladder(self, cut: Cut, focus: str | None) -> Ladder:
+        """The steps of a focused cut of ``cut`` for ``focus`` (from the shared cache)."""
+        return _recent(
+            _ladders,
+            (*self._content_key(), focus),
+            lambda: cut.ladder(self.lines, self._scores(cut, focus)),
+        )
+
+    def _scores(self, cut: Cut, focus: str | None) -> list[float]:
+        """Each unit's match with ``focus``, BM25 over the file's units: every focus term
+        in a unit's lines by how rare it is among the units (a term in more than half of
+        at least four units counts only in names), :data:`NAME_MATCH` times that for a
+        term in its name, plus :data:`REFERENCE` when it uses a name defined here that
+        matched by name. The file's head scores 0."""
+        wanted = set(terms(focus)) if focus else set()
+        units = cut.units
+        if not wanted or not units:
+            return [0.0] * len(units)
+        lines = self.lines
+        bodies = ["\n".join(lines[u.start : u.end + 1]) for u in units]
+        counts = [Counter(t for t in terms(body) if t in wanted) for body in bodies]
+        lengths = [max(1, u.end - u.start + 1) for u in units]
+        average = sum(lengths) / len(units)
+        n = len(units)
+        idf = {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t in wanted
+               for df in [sum(1 for c in counts if t in c)]}  # fmt: skip
+        common = {t for t in wanted if n >= 4 and sum(1 for c in counts if t in c) * 2 > n}
+        scores: list[float] = []
+        symbols: set[str] = set()
+        for unit, found, length in zip(units, counts, lengths, strict=True):
+            if unit.kind == "head":
+                scores.append(0.0)
+                continue
+            named = wanted.intersection(terms(unit.name)) if unit.name else set()
+            if named:
+                symbols.add(unit.name.casefold())
+            norm = _K1 * (1 - _B + _B * length / average)
+            score = sum(NAME_MATCH * idf[t] for t in named)
+            for t, tf in found.items():
+                if t not in common:
+                    score += idf[t] * tf * (_K1 + 1) / (tf + norm)
+            scores.append(score)
+        for k, unit in enumerate(units):
+            if (
+                symbols
+                and unit.kind != "head"
+                and unit.name.casefold() not in symbols
+                and symbols.intersection(tokenize(bodies[k]))
+            ):
+                scores[k] += REFERENCE
+        return scores
+
+    def cut_steps(self, focus: str | None) -> int:
+        """How many focused cuts of this file there are (steps 0 to this minus one, each
+        showing more than the one before; :attr:`dagctx.outline.cut.Ladder.steps`): 0 when
+        it has no outline to cut by (then only :meth:`render_cut` applies) or shows a
+        placeholder."""
+        if self.placeholder is not None or self._n <= 0:
+            return 0
+        cut = self._units()
+        return self._ladder(cut, focus).steps if cut is not None else 0
+
+    def render_focused_cut(self, state: NodeState, step: int, focus: str | None) -> tuple[str, int]:
+        """The file cut to step ``step`` (< :meth:`cut_steps`) for ``focus``: the parts
+        that match the focus in full (best first) with the ranges between them marked,
+        then more and more of its outline (each other part as a marker line with its
+        signature and line range), then in full its head and the rest
+        (:meth:`dagctx.outline.cut.Cut.render`); numbered lines at ALL. Returns the
+        render and how many of the file's lines it shows."""
+        cut = self._units()
+        assert cut is not None, "cut_steps() is 0: no focused cut"
+        ladder = self._ladder(cut, focus)
+        body, kept, names = cut.render(self.lines, ladder, step, numbered=state >= NodeState.ALL)
+        shown = ", ".join(names[:_NAMED]) + (", …" if len(names) > _NAMED else "")
+        note = (
+            f"[cut to fit the budget: {kept} of {self._n} lines of {display_path(self.path)}"
+            f" shown, each … line marks lines left out" + (f"; in full: {shown}]" if shown else "]")
+        )
+        parts = [self._header(), self._fence("\n".join(body)), note]
+        if self.notice:
+            parts.append(self.notice)
+        return "\n".join(parts), kept
 
     def _first_lines(self, keep: int) -> list[str]:
         """The first ``keep`` lines shown."""

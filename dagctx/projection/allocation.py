@@ -28,7 +28,11 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   important one is left a name by the fill. A
   :class:`~dagctx.projection._segtree.MinTree` over the upgrade cost of each slot finds
   the next candidate directly. Then long text nodes (most important first) are cut to
-  the whole lines that fit in what is left.
+  what is left.
+- **Cuts.** A cut is a ladder of steps, each showing more and measured exactly when
+  tried: a text node with an outline has focused cuts
+  (:meth:`~dagctx.nodes.text.TextNode.render_focused_cut`: the definitions matching the
+  focus in full, the rest as marked outline lines), any other its first lines.
 
 The module is long because it is one algorithm whose passes share the same state; the
 parts that stand alone live beside it (:mod:`.order`, :mod:`.segtree`, :mod:`.assembly`).
@@ -43,7 +47,7 @@ recomputed.
 from __future__ import annotations
 
 from array import array
-from typing import Any
+from collections.abc import Callable
 
 from dagctx.nodes.base import Node, NodeState
 from dagctx.projection._segtree import INF, MinTree, PrefixTree
@@ -80,6 +84,7 @@ class Allocation:
         "entry_at",
         "f1",
         "f_tree",
+        "focus",
         "kids",
         "layout",
         "mods",
@@ -99,9 +104,10 @@ class Allocation:
         "vis",
     )
 
-    def __init__(self, layout: Layout, cache: SectionCache) -> None:
+    def __init__(self, layout: Layout, cache: SectionCache, focus: str | None = None) -> None:
         self.layout = layout
         self.cache = cache
+        self.focus = focus  # what focused cuts show in full first
         n = len(layout)
         self.cur = bytearray(layout.requested)
         self.vis = bytearray(b"\x01") * n
@@ -684,38 +690,63 @@ class Allocation:
             self._apply_cut(i, avail - self.total + self.c(i, self.cur[i]))
             pos = j
 
-    def _cut_target(self, i: int) -> tuple[Node, int, Any, int]:
+    def _cut_target(
+        self, i: int, focused: bool = True
+    ) -> tuple[int, Callable[[int], tuple[str, int]], int]:
+        """(state, cut, steps): ``cut(k)`` renders entry ``i`` cut at step ``k`` in
+        0..steps-1 (more shown the higher ``k``; step 0 the least) and says how many of
+        its lines that shows. A focused cut (:meth:`TextNode.render_focused_cut`, for the
+        focus unless not ``focused``) where the node has one, else its first ``k + 1``
+        lines (steps 0: not cuttable)."""
         node = self.layout.nodes[i]
-        state = min(self.layout.requested[i], ALL)
+        state = NodeState(min(self.layout.requested[i], ALL))
+        focus = self.focus if focused else None
+        steps_of = getattr(node, "cut_steps", None)
+        steps = steps_of(focus) if steps_of is not None else 0
+        if steps > 0:
+            render = node.render_focused_cut  # type: ignore[attr-defined]
+            return int(state), lambda k: render(state, k, focus), steps
         render_cut = getattr(node, "render_cut", None)
         cuttable = getattr(node, "cuttable_lines", None)
-        n = cuttable() if cuttable is not None and render_cut is not None else 0
-        return node, state, render_cut, n
+        if render_cut is None or cuttable is None:
+            return int(state), lambda k: ("", 0), 0
+        return int(state), lambda k: (render_cut(state, k + 1), k + 1), cuttable() - 1
 
     def _measure_t1(self, i: int) -> int:
-        _, state, render_cut, n = self._cut_target(i)
-        if n <= 1:
+        _, cut, steps = self._cut_target(i)
+        if steps <= 0:
             return _NOT_CUTTABLE
-        return self.cache.measure(render_cut(NodeState(state), 1), remember=False)[1]
+        return self.cache.measure(cut(0)[0], remember=False)[1]
+
+    def _best_cut(self, i: int, room: int, *, focused: bool) -> tuple[int, tuple[int, str, int]]:
+        """(state, (lines shown, text, tokens)) of the highest step of entry ``i``'s cut
+        (:meth:`_cut_target`) that fits in ``room`` (step 0 when none does)."""
+        state, cut, steps = self._cut_target(i, focused)
+        measure = self.cache.measure
+        full = self.c(i, state)
+        kept: dict[int, int] = {}
+
+        def measured(k: int) -> tuple[str, int]:
+            text, kept[k] = cut(k)
+            return measure(text, remember=False)
+
+        # Start near the share of the whole text that the room allows.
+        k, text, tokens = most_that_fit(measured, steps - 1, room, steps * room // max(full, 1))
+        if k < 0:  # only when a higher step costs fewer tokens somewhere: step 0 fits
+            k, (text, tokens) = 0, measured(0)
+        return state, (kept[k], text, tokens)
 
     def _apply_cut(self, i: int, room: int) -> None:
-        """Show entry ``i`` cut to the most whole lines that fit in ``room`` tokens (one
-        line is known to fit)."""
-        _, state, render_cut, n = self._cut_target(i)
-        measure, cut_state = self.cache.measure, NodeState(state)
-        full = self.c(i, state)
-        # Keep k + 1 lines for k in 0..n-2 (one line is known to fit); start near the
-        # share of the whole text that the room allows.
-        k, text, tokens = most_that_fit(
-            lambda k: measure(render_cut(cut_state, k + 1), remember=False),
-            n - 2,
-            room,
-            n * room // max(full, 1) - 1,
-        )
-        if k < 0:  # only when more lines cost fewer tokens somewhere: one line fits
-            k, (text, tokens) = 0, measure(render_cut(cut_state, 1), remember=False)
-        best = (k + 1, text, tokens)
+        """Show entry ``i`` cut at the highest step that fits in ``room`` tokens (step 0
+        is known to fit): the most whole lines, or for a focused cut the most parts in
+        full. Where that is smaller than the outline the entry shows, the cut without a
+        focus (its outline first) is tried; if that is smaller too, nothing changes."""
+        state, best = self._best_cut(i, room, focused=True)
         current = self.c(i, self.cur[i])
+        if self.cur[i] >= SUMMARY and best[2] < current and self.focus is not None:
+            best = max(best, self._best_cut(i, room, focused=False)[1], key=lambda b: b[2])
+        if self.cur[i] >= SUMMARY and best[2] < current:
+            return  # a cut smaller than the outline shown would show less
         self.mods.append((i, self.cur[i]))
         self.set_state(i, state)
         self.cut[i] = best

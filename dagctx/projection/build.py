@@ -17,8 +17,11 @@ For a budget ``B``:
 3. Breadth before depth: going back from the most important node, bring degraded nodes
    up to SUMMARY (outlines) while each fits; then, no further down than the first that
    did not, upgrade every degraded node one level at a time while the next level fits.
-4. Fill what is left by cutting long text nodes (most important first) to the whole
-   lines that fit, with a marker saying how many lines were cut.
+4. Fill what is left by cutting long text nodes (most important first): a source file
+   shows the definitions that match the focus in full and the rest as outline lines,
+   each elided range marked with its line numbers (without a focus its head and
+   structure first); a file without an outline shows its first whole lines that fit,
+   with a marker saying how many lines were cut.
 5. Drop a tool call shown without its result (and vice versa); assemble the sections in
    walk order (volatile ones last), then the changes section and the footer, and prove
    ``tokens <= B``: section counts add up exactly for the default encodings, otherwise an

@@ -188,7 +188,9 @@ class Projector:
                 self._plans[budget] = plan
                 self._prune_releveled()
                 return plan
-        plan = _Plan(Allocation(layout, self.cache), Body(len(layout)), len(traces))
+        plan = _Plan(
+            Allocation(layout, self.cache, self.relevance.focus), Body(len(layout)), len(traces)
+        )
         while len(self._plans) >= KEPT_BUDGETS:
             del self._plans[next(iter(self._plans))]
         self._plans[budget] = plan

@@ -1,0 +1,286 @@
+"""Cuts of a file from its outline: some parts in full, the rest as outline, every elided
+range marked with its line numbers.
+
+:func:`partition` splits a file's lines (one line per ``"\\n"``, the same lines the
+outline numbers) into *units*, each shown whole or elided whole: every definition without
+children, the head of a container longer than :data:`HEAD_LINES` (after its signature),
+every run of lines between definitions, and the file's head (the lines before its first
+definition, after the first: module docstring, imports). What is in no unit is always
+shown: the file's first line, the first lines of containers up to their signature (a
+class, a heading with subsections) so that nesting stays visible, a container's head up
+to :data:`HEAD_LINES` lines, and runs between definitions with at most one line that is
+not blank (a closing brace). Definitions shorter than :data:`MIN_LINES` lines are shown,
+not marked.
+
+A :class:`Cut` renders a *step* of a :class:`Ladder` (from a score per unit): the best
+matching units in full with one marker line per range between them; then, one line at a
+time, the *outline layout*: each unit not in full as one marker line indented like its
+first line, ``… lines 120–260 elided: def load(self, name)  "Load a checkpoint."`` for a
+definition, ``… lines 3–40 elided`` for other lines (with the container's docstring line
+for its head); then more units in full. Values only; imports only
+:mod:`dagctx.outline.model`, must not import the rest of dagctx.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dagctx.outline.model import Entry, Outline
+
+HEAD_LINES = 8  # a container's head up to this many lines is shown with its first line
+MIN_LINES = 3  # a shorter definition is shown, not marked (its marker would cost as much)
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """Lines ``start``..``end`` (0-based indexes into the lines, inclusive), shown whole or
+    elided whole. ``kind`` is ``"head"`` (the file's head), ``"entry"`` (a definition:
+    ``name`` and ``label`` from its outline entry) or ``"lines"`` (anything else)."""
+
+    start: int
+    end: int
+    kind: str
+    name: str = ""
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Ladder:
+    """The steps of one order of a :class:`Cut`'s units (:meth:`Cut.ladder`).
+
+    ``order`` lists the units as steps show them in full, the first ``hits`` of them
+    matching the focus; ``starts`` holds the file line (0-based) at which each line of
+    the *outline layout* starts: the hits in full, every other unit as its marker line.
+    """
+
+    order: tuple[int, ...]
+    hits: int
+    starts: tuple[int, ...]
+
+    @property
+    def steps(self) -> int:
+        """How many steps there are (see :meth:`Cut.render`)."""
+        return len(self.starts) + len(self.order) - 1 + (self.hits > 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """A file's units (in source order) over ``lines`` lines numbered from ``first``."""
+
+    units: tuple[Unit, ...]
+    lines: int
+    first: int
+
+    def ladder(self, lines: Sequence[str], scores: Sequence[float]) -> Ladder:
+        """The steps for a score per unit. Units scoring above 0 come first, best first;
+        then the file's head; then the other lines between definitions (constants, a
+        container's docstring); then the remaining definitions; each group in source
+        order, ties too."""
+        units = self.units
+        hit = sorted((i for i in range(len(units)) if scores[i] > 0), key=lambda i: -scores[i])
+        chosen = set(hit)
+        rest = [i for i in range(len(units)) if i not in chosen]
+        rank = {"head": 0, "lines": 1, "entry": 2}
+        order = (*hit, *sorted(rest, key=lambda i: rank[units[i].kind]))
+        _, _, starts = self._lay(lines, chosen, self.lines, False)
+        return Ladder(order, len(hit), tuple(starts))
+
+    def render(
+        self, lines: Sequence[str], ladder: Ladder, step: int, *, numbered: bool = False
+    ) -> tuple[list[str], int, list[str]]:
+        """The lines of step ``step`` (< ``ladder.steps``): (output lines, how many lines of
+        the file they show, the names of the definitions shown in full).
+
+        With hits, step 0 shows the file's first line and marks the rest (the least cut,
+        as without); the next ``hits`` steps show 1 to ``hits`` of the hits in full and
+        mark every range between them with one line (``… lines 2–80 elided``); the next
+        steps show,
+        one more line at a time, the outline layout (every other unit as its marker with a
+        signature, containers' first lines) down to the whole of it; each step after
+        that one more unit in full, up to all but one (all would be the whole file).
+        ``numbered`` puts each shown line's number before it (markers are not numbered).
+        Blank lines next to a marker are left out (they separate nothing).
+        """
+        hits, starts = ladder.hits, ladder.starts
+        if hits:
+            if step == 0:  # the least cut: the first line
+                width = len(str(self.first + self.lines))
+                first = f"{self.first:>{width}} {lines[0]}" if numbered else lines[0]
+                rest = f"… lines {self.first + 1}–{self.first + self.lines - 1} elided"
+                return [first, rest], 1, []
+            step -= 1
+        step += 1  # the step that shows nothing is not one
+        if step <= hits:
+            shown, frontier = step, 0
+        elif step - hits < len(starts):
+            shown, frontier = hits, starts[step - hits]
+        else:
+            shown, frontier = step - len(starts), self.lines
+        full = ladder.order[:shown]
+        out, kinds, _ = self._lay(lines, set(full), frontier, numbered)
+        kept = sum(1 for k in kinds if k < 2)
+        names = [self.units[u].name for u in full if self.units[u].name]
+        return out, kept, names
+
+    def _lay(
+        self, lines: Sequence[str], full: set[int], frontier: int, numbered: bool
+    ) -> tuple[list[str], bytearray, list[int]]:
+        """(output lines, their kinds: 0 text, 1 blank, 2 marker; the index of the file
+        line each starts at) with the units in ``full`` shown. Before line ``frontier``
+        every other unit is its marker and the rest is shown; from it on, every run of
+        lines outside ``full`` is one marker."""
+        units = self.units
+        out: list[str] = []
+        kinds = bytearray()
+        where: list[int] = []
+        width = len(str(self.first + self.lines))
+        at, u, n = 0, 0, min(self.lines, len(lines))
+        while at < n:
+            while u < len(units) and units[u].end < at:
+                u += 1
+            unit = units[u] if u < len(units) and units[u].start <= at else None
+            where.append(at)
+            if at >= frontier and (unit is None or u not in full):
+                end = at  # a run up to the next unit in full
+                while end + 1 < n:
+                    while u < len(units) and units[u].end <= end:
+                        u += 1
+                    if u < len(units) and units[u].start <= end + 1 and u in full:
+                        break
+                    end += 1
+                if any(lines[i].strip() for i in range(at, end + 1)):
+                    out.append(self._span(lines, at, end))
+                    kinds.append(2)
+                else:  # blank lines only
+                    for i in range(at, end + 1):
+                        where.append(i)
+                        out.append(f"{self.first + i:>{width}} " if numbered else "")
+                        kinds.append(1)
+                    where.pop()
+                at = end + 1
+                continue
+            if unit is not None and u not in full:
+                out.append(self._marker(lines, unit))
+                kinds.append(2)
+                at = unit.end + 1
+                continue
+            line = lines[at]
+            out.append(f"{self.first + at:>{width}} {line}" if numbered else line)
+            kinds.append(0 if line.strip() else 1)
+            at += 1
+        keep = _without_blanks_by_markers(kinds)
+        picked = [k for k in range(len(out)) if keep[k] < 3]
+        return (
+            [out[k] for k in picked],
+            bytearray(kinds[k] for k in picked),
+            [where[k] for k in picked],
+        )
+
+    def _span(self, lines: Sequence[str], start: int, end: int) -> str:
+        first = next(lines[i] for i in range(start, end + 1) if lines[i].strip())
+        indent = first[: len(first) - len(first.lstrip())]
+        return f"{indent}… lines {self.first + start}–{self.first + end} elided"
+
+    def _marker(self, lines: Sequence[str], unit: Unit) -> str:
+        first = lines[unit.start]
+        indent = first[: len(first) - len(first.lstrip())]
+        where = f"{self.first + unit.start}–{self.first + unit.end}"
+        label = f": {unit.label}" if unit.label else ""
+        return f"{indent}… lines {where} elided{label}"
+
+
+def _without_blanks_by_markers(kinds: bytearray) -> bytearray:
+    """``kinds`` with each blank line next to a marker (no text line between) set to 3
+    (left out)."""
+    result = bytearray(kinds)
+    m = len(kinds)
+    near = False  # the last line that is not blank, going forward, is a marker
+    for k in range(m):
+        if kinds[k] != 1:
+            near = kinds[k] == 2
+        elif near:
+            result[k] = 3
+    near = False
+    for k in range(m - 1, -1, -1):
+        if kinds[k] != 1:
+            near = kinds[k] == 2
+        elif near:
+            result[k] = 3
+    return result
+
+
+def partition(outline: Outline, lines: Sequence[str], first: int = 1) -> Cut | None:
+    """The units of a file of ``lines`` (numbered from ``first``) with ``outline``; None
+    when the outline has no entries (nothing to cut by but line count)."""
+    entries = outline.entries
+    if not entries:
+        return None
+    n = len(lines)
+    children: dict[int | None, list[int]] = {}
+    for k, e in enumerate(entries):
+        children.setdefault(e.parent, []).append(k)
+    units: list[Unit] = []
+    _within(entries, children, None, 0, n - 1, lines, first, units)
+    return Cut(tuple(units), n, first)
+
+
+def _within(
+    entries: Sequence[Entry],
+    children: dict[int | None, list[int]],
+    parent: int | None,
+    lo: int,
+    hi: int,
+    lines: Sequence[str],
+    first: int,
+    units: list[Unit],
+) -> None:
+    """Add the units of lines ``lo``..``hi`` (0-based), the span of ``parent``'s
+    children (the whole file for None)."""
+    at = lo
+    for k in children.get(parent, ()):
+        e = entries[k]
+        start, end = e.start - first, min(e.end - first, hi)
+        if start < at or start > end:  # out of order or outside its parent: lines
+            continue
+        _gap(at, start - 1, lines, units, head=parent is None and at == 0 and not units)
+        inner = [c for c in children.get(k, ()) if at <= entries[c].start - first <= end]
+        if not inner:
+            if end - start + 1 >= MIN_LINES:
+                units.append(Unit(start, end, "entry", e.name, _label(e)))
+        else:
+            body = entries[inner[0]].start - first
+            if body - start > HEAD_LINES:  # a long head: to its signature, then a unit
+                doc = f'"{e.doc}"' if e.doc else ""
+                units.append(
+                    Unit(_signature_line(e, lines, start) + 1, body - 1, "lines", label=doc)
+                )
+            _within(entries, children, k, body, end, lines, first, units)
+        at = end + 1
+    _gap(at, hi, lines, units, head=parent is None and at == 0)
+
+
+def _gap(lo: int, hi: int, lines: Sequence[str], units: list[Unit], *, head: bool) -> None:
+    """Lines ``lo``..``hi`` between definitions: a unit unless at most one is not blank;
+    the file's head keeps its first line out of the unit (a docstring's first line, a
+    package clause)."""
+    if head and lo <= hi and lines[lo].strip():
+        lo += 1
+    if hi < lo or sum(1 for i in range(lo, hi + 1) if lines[i].strip()) <= 1:
+        return
+    units.append(Unit(lo, hi, "head" if head else "lines"))
+
+
+def _signature_line(entry: Entry, lines: Sequence[str], start: int) -> int:
+    """The line where ``entry``'s signature starts (after its decorators or
+    annotations), looked for in its first :data:`HEAD_LINES` lines; else its first."""
+    key = entry.signature[:20]
+    for at in range(start, min(len(lines), start + HEAD_LINES)):
+        text = " ".join(lines[at].split())
+        if text and (text.startswith(key) or (len(text) < len(key) and key.startswith(text))):
+            return at
+    return start
+
+
+def _label(entry: Entry) -> str:
+    return f'{entry.signature}  "{entry.doc}"' if entry.doc else entry.signature

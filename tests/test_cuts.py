@@ -1,0 +1,225 @@
+"""Focused cuts: a file too long for its share of the budget shows the definitions that
+match the focus in full and the rest as outline, every elided range marked with its line
+numbers (real grammars, no mocks); without a focus its structure comes before bodies.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from dagctx import NodeState, Session
+from dagctx.outline import outline
+from dagctx.outline.cut import partition
+from dagctx.tokens import get_encoding
+
+ENC = get_encoding()
+
+
+def exact(text: str) -> int:
+    return len(ENC.encode_ordinary(text))
+
+
+def body(name: str, n: int, word: str) -> str:
+    """A function ``name`` of ``n`` + 2 lines whose lines mention ``word``."""
+    lines = [f"def {name}(value):", f'    """Handle {word}."""']
+    lines += [f"    value = value + {i}  # {word} step" for i in range(n)]
+    return "\n".join(lines) + "\n"
+
+
+PY = (
+    '"""Checkpoint helpers."""\n'
+    "import json\n"
+    "import os\n"
+    "\n"
+    "LIMIT = 10\n"
+    "PATHS = ['a', 'b']\n"
+    "\n\n"
+    + body("render_page", 30, "html")
+    + "\n\n"
+    + body("restore_checkpoint", 6, "restore the saved checkpoint")
+    + "\n\n"
+    + body("colors", 30, "palette")
+    + "\n\n"
+    + "class Store:\n"
+    + '    """A store."""\n'
+    + "\n"
+    + "".join("    " + line + "\n" for line in body("save", 20, "disk").splitlines())
+)
+
+
+def line_of(text: str, needle: str) -> int:
+    """The 1-based number of the first line holding ``needle`` (lines end at "\\n")."""
+    return text[: text.index(needle)].count("\n") + 1
+
+
+def end_of(text: str, name: str, n: int) -> int:
+    return line_of(text, f"def {name}(") + n + 1
+
+
+def write(root: Path, name: str, text: str) -> None:
+    (root / name).write_text(text)
+
+
+class TestFocusedCut:
+    def test_the_matching_function_whole_the_rest_marked_with_its_lines(
+        self, tmp_path: Path
+    ) -> None:
+        write(tmp_path, "cp.py", PY)
+        with Session(tmp_path, budget=100_000) as s:
+            node = s.text("cp.py")
+            cut = node._units()
+            assert cut is not None
+            focus = "how are checkpoints restored"
+            ladder = node._ladder(cut, focus)
+            assert cut.units[ladder.order[0]].name == "restore_checkpoint"
+            outline_layout = ladder.hits + len(ladder.starts)
+            text, kept = node.render_focused_cut(NodeState.DETAILS, outline_layout, focus)
+        restore = PY[PY.index("def restore_checkpoint") : PY.index("\n\n\ndef colors")]
+        assert restore in text  # whole
+        render_start, colors_start = line_of(PY, "def render_page("), line_of(PY, "def colors(")
+        render_end = end_of(PY, "render_page", 30)
+        marker = (
+            f'… lines {render_start}–{render_end} elided: def render_page(value):  "Handle html."'
+        )
+        assert marker in text
+        assert f"… lines {colors_start}–{end_of(PY, 'colors', 30)} elided" in text
+        save = line_of(PY, "    def save(")
+        assert f"    … lines {save}–{save + 21} elided: def save(value):" in text
+        assert "class Store:" in text  # the container's first line stays
+        assert "value = value + 29  # html" not in text and "# palette step" not in text
+        assert f"{kept} of {PY.count(chr(10))} lines" in text
+        assert "in full: restore_checkpoint" in text
+
+    def test_numbered_lines_are_the_files(self, tmp_path: Path) -> None:
+        write(tmp_path, "cp.py", PY)
+        with Session(tmp_path, budget=100_000) as s:
+            node = s.text("cp.py", state="ALL")
+            cut = node._units()
+            assert cut is not None
+            ladder = node._ladder(cut, "restore")
+            step = ladder.hits + len(ladder.starts) + 1  # the outline, the head in full too
+            text, _ = node.render_focused_cut(NodeState.ALL, step, "restore")
+        numbered = re.findall(r"^ *(\d+) (.*)$", text, re.MULTILINE)
+        lines = PY.split("\n")
+        assert len(numbered) > 8
+        for number, line in numbered:
+            assert lines[int(number) - 1] == line
+
+    def test_a_projection_cuts_the_focused_file_to_its_matching_function(
+        self, tmp_path: Path
+    ) -> None:
+        write(tmp_path, "cp.py", PY)
+        with Session(tmp_path, budget=100_000) as s:
+            node = s.text("cp.py")
+            full = s.project().tokens
+            s.set_budget(full * 2 // 3)
+            s.focus("restore the checkpoint")
+            p = s.tick().projection
+            section = next(x for x in p.sections if x.node_id == node.id)
+            assert section.cut_lines > 0, p.explain()
+            assert "def restore_checkpoint(value):" in p.text
+            assert "    value = value + 5  # restore the saved checkpoint step" in p.text
+            assert "… lines" in p.text and " elided" in p.text
+            assert exact(p.text) == p.tokens <= s.budget
+
+    def test_without_focus_structure_comes_before_bodies(self, tmp_path: Path) -> None:
+        write(tmp_path, "cp.py", PY)
+        with Session(tmp_path, budget=100_000) as s:
+            node = s.text("cp.py")
+            cut = node._units()
+            assert cut is not None
+            ladder = node._ladder(cut, None)
+            assert cut.units[ladder.order[0]].kind == "head" and ladder.hits == 0
+            step = len(ladder.starts)  # the outline and the head in full
+            text, _ = node.render_focused_cut(NodeState.DETAILS, step, None)
+            s.set_budget(s.project().tokens // 2)
+            p = s.project()
+        assert "import os\n" in text and "LIMIT = 10" in text  # the head in full
+        for name in ("render_page", "restore_checkpoint", "colors"):
+            assert f"elided: def {name}(value):" in text
+        assert "value = value + 0" not in text  # no body before the structure
+        # the projection's cut marks the last function too: not the first N lines
+        assert "elided: def save(value):" in p.text, p.explain()
+
+    def test_a_file_without_definitions_is_cut_to_its_first_lines(self, tmp_path: Path) -> None:
+        write(tmp_path, "data.py", "".join(f"x_{i} = {i}\n" for i in range(400)))
+        with Session(tmp_path, budget=300) as s:
+            node = s.text("data.py")
+            assert node.cut_steps(None) == 0
+            p = s.project()
+        assert "more lines cut to fit the budget" in p.text and "x_0 = 0\n" in p.text
+
+    def test_go(self, tmp_path: Path) -> None:
+        funcs = [
+            ("Render", "page html", 25),
+            ("RestoreCheckpoint", "restore a checkpoint", 5),
+            ("Colors", "palette", 25),
+        ]
+        parts = ["package store", "", 'import "fmt"', ""]
+        for name, words, n in funcs:
+            parts.append(f"// {name} handles {words}.")
+            parts.append(f"func {name}(v int) int {{")
+            parts += [f'\tfmt.Println("{words}", {i})' for i in range(n)]
+            parts += ["\treturn v", "}", ""]
+        go = "\n".join(parts)
+        write(tmp_path, "store.go", go)
+        with Session(tmp_path, budget=100_000) as s:
+            node = s.text("store.go")
+            cut = node._units()
+            assert cut is not None
+            ladder = node._ladder(cut, "restore checkpoint")
+            step = ladder.hits + len(ladder.starts)
+            text, _ = node.render_focused_cut(NodeState.DETAILS, step, "restore checkpoint")
+        start = line_of(go, "// RestoreCheckpoint")
+        whole = go[go.index("// RestoreCheckpoint") : go.index("// Colors")].rstrip()
+        assert whole in text
+        render = line_of(go, "func Render(")
+        assert f"… lines {render}–{render + 27} elided: func Render(v int) int" in text
+        assert f"… lines {start}" not in text
+        assert 'fmt.Println("palette", 3)' not in text
+
+    def test_markdown_sections(self, tmp_path: Path) -> None:
+        md = "# Guide\n\nIntro.\n\n## Install\n" + "pip install x\n" * 20
+        md += "\n## Restore a checkpoint\n" + "Run restore.\n" * 5 + "\n## Colors\n" + "red\n" * 20
+        write(tmp_path, "guide.md", md)
+        with Session(tmp_path, budget=100_000) as s:
+            node = s.text("guide.md")
+            cut = node._units()
+            assert cut is not None
+            ladder = node._ladder(cut, "restore")
+            step = ladder.hits + len(ladder.starts)
+            text, _ = node.render_focused_cut(NodeState.DETAILS, step, "restore")
+        assert "## Restore a checkpoint\n" + "Run restore.\n" * 5 in text
+        install = line_of(md, "## Install")
+        assert f"… lines {install}–{install + 21} elided: ## Install" in text
+
+
+class TestSteps:
+    def test_hits_first_then_the_outline_then_more_each_step_showing_more(self) -> None:
+        lines = PY.split("\n")[:-1]
+        cut = partition(outline("x.py", PY), lines)
+        assert cut is not None
+        scores = [1.0 if u.name == "restore_checkpoint" else 0.0 for u in cut.units]
+        ladder = cut.ladder(lines, scores)
+        assert ladder.hits == 1
+        kept = [cut.render(lines, ladder, k)[1] for k in range(ladder.steps)]
+        assert kept == sorted(kept) and kept[-1] < len(lines)
+        assert cut.render(lines, ladder, 0)[:2] == ([lines[0], f"… lines 2–{len(lines)} elided"], 1)
+        out, _, names = cut.render(lines, ladder, 1)  # the hit alone, the rest two markers
+        start = line_of(PY, "def restore_checkpoint(")
+        end = start + 7
+        assert names == ["restore_checkpoint"]
+        assert out[0] == f"… lines 1–{start - 1} elided"
+        assert out[1:-1] == lines[start - 1 : end]
+        assert out[-1] == f"… lines {end + 1}–{len(lines)} elided"
+        out, _, _ = cut.render(lines, ladder, 2)  # the outline layout begins
+        assert out[0] == lines[0] and out[1] == f"… lines 2–{start - 1} elided"
+
+    def test_without_hits_the_least_cut_shows_the_first_line(self) -> None:
+        lines = PY.split("\n")[:-1]
+        cut = partition(outline("x.py", PY), lines)
+        assert cut is not None
+        ladder = cut.ladder(lines, [0.0] * len(cut.units))
+        out, kept, _ = cut.render(lines, ladder, 0)
+        assert out == [lines[0], f"… lines 2–{len(lines)} elided"] and kept == 1
