@@ -14,7 +14,11 @@
   or left out;
 - **pairs never split** and **nothing silently missing** (every visible node is in
   ``sections`` or ``omitted``; ``explain`` lists every node left out; ``to_messages``
-  carries the text).
+  carries the text);
+- the same for **every encoding whose counts do not simply add up**: ``p50k_base`` (each
+  section boundary costs a token) and ``o200k_base`` (a section starting with ``"/"``
+  joins the piece before it), loaded from ``../shared/encodings`` (``TIKTOKEN_CACHE_DIR``
+  set for these tests only); ``Projection.tokens`` is the exact count of the text.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from robust_support import examples
+from tokens_support import other_encodings
 
 from dagctx import NodeState, Session
 from dagctx.capability import RawContext
@@ -40,6 +45,7 @@ from dagctx.runtime.processes import CommandResult
 from dagctx.tokens import get_encoding
 
 ENC = get_encoding()
+OTHER_ENCODINGS = ["p50k_base", "o200k_base"]
 WORDS = ["alpha", "beta", "gamma", "delta", "return", "def", "class", "value", "index", "node"]
 STATES = st.sampled_from([None, None, "HIDDEN", "COLLAPSED", "SUMMARY", "DETAILS", "ALL"])
 PRIORITIES = st.one_of(st.none(), st.integers(0, 100))
@@ -226,7 +232,7 @@ def visible_ids(s: Session) -> set[str]:
 
 
 def check(s: Session, p: Projection, budget: int, pairs: list[tuple[str, str]]) -> None:
-    assert len(ENC.encode_ordinary(p.text)) == p.tokens <= budget
+    assert len(get_encoding(s.encoding).encode_ordinary(p.text)) == p.tokens <= budget
     shown = {x.node_id for x in p.sections if not x.reference}
     for call, result in pairs:
         assert (call in shown) == (result in shown), (call, result)
@@ -331,3 +337,112 @@ class TestLargeBudgets:
         p = s.project(budget)
         check(s, p, budget, [])
         assert s.project(budget).text == p.text
+
+
+@pytest.fixture(scope="module")
+def encodings() -> Iterator[None]:
+    with other_encodings():
+        yield
+
+
+class SlashNode(Node):
+    """A node whose render starts with "/" (a path): o200k_base's punctuation piece
+    ``[\r\n/]*`` would take that "/" into the blank line before it."""
+
+    type_name: ClassVar[str] = "test_slash"
+
+    def render_state(self, state: NodeState) -> str:
+        return f"/{self.id}/src/{'x' * (len(self.id) % 7)}.py ({state.name.lower()})"
+
+
+@pytest.mark.parametrize("encoding", OTHER_ENCODINGS)
+class TestOtherEncodings:
+    @settings(
+        max_examples=examples(40),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
+    @given(ops=operations(), budget=BUDGETS, detour=BUDGETS)
+    def test_every_node_type_any_budget(
+        self, encodings: None, tree: Path, encoding: str, ops: list[Op], budget: int, detour: int
+    ) -> None:
+        with (
+            Session(tree, budget=budget, encoding=encoding) as s,
+            Session(tree, budget=detour, encoding=encoding) as fresh,
+        ):
+            pairs = replay(s, ops)
+            p = s.project()
+            check(s, p, budget, pairs)
+            replay(fresh, ops)
+            fresh.project()
+            assert fresh.project(budget).text == p.text
+            detoured = s.project(detour)
+            check(s, detoured, detour, pairs)
+            assert s.project(budget).text == p.text
+
+    @settings(
+        max_examples=examples(40),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
+    @given(count=st.integers(1, 400), budget=st.integers(1, 6000), slashes=st.booleans())
+    def test_many_small_sections(
+        self, encodings: None, tmp_path: Path, encoding: str, count: int, budget: int,
+        slashes: bool,
+    ) -> None:  # fmt: skip
+        """Hundreds of one-line sections: each boundary is where p50k's sum was short by a
+        token, and a "/" at the start of each is where o200k's was."""
+        with Session(tmp_path, budget=budget, encoding=encoding) as s:
+            for n in range(count):
+                if slashes:
+                    s.add(SlashNode(priority=n % 5))
+                else:
+                    s.artifact(f"value {n}", kind="output", title=f"out {n}", state="COLLAPSED")
+            p = s.tick().projection
+            check(s, p, budget, [])
+            assert s.project(budget).text == p.text
+            whole = s.project(10**9)
+            check(s, whole, 10**9, [])
+
+
+SECTION_CHARS = st.sampled_from(
+    [*"ab Zé中0'/.#-_(\t\r\n", "'s", "\u0301", "\u00a0", "\x1c", "\u2028", "//", "\n\n"]
+)
+
+
+class TestSectionSums:
+    """The proof in :mod:`dagctx.projection.sections`, checked against tiktoken itself:
+    for section texts that do not start unsafely, the count of their concatenation is
+    the sum of the section cache's counts less one boundary."""
+
+    @pytest.mark.parametrize("encoding", ["cl100k_base", *OTHER_ENCODINGS])
+    @settings(max_examples=examples(300), deadline=None)
+    @given(bodies=st.lists(st.lists(SECTION_CHARS, max_size=12).map("".join), max_size=8))
+    def test_counts_add_up_with_one_correction_per_boundary(
+        self, encodings: None, encoding: str, bodies: list[str]
+    ) -> None:
+        from dagctx.projection.sections import SectionCache, section_text, unsafe_start
+        from dagctx.tokens import TokenCounter
+
+        cache = SectionCache(TokenCounter(encoding))
+        assert cache.junction is not None
+        pieces = [section_text(b) for b in bodies]
+        pieces = [p for p in pieces if p and not unsafe_start(p)]
+        text = "".join(pieces)
+        summed = sum(cache.count(p) for p in pieces)
+        exact = len(get_encoding(encoding).encode_ordinary(text))
+        assert exact == (summed - cache.junction if text else 0)
+
+    def test_an_unknown_pre_tokenizer_is_never_summed(self) -> None:
+        import tiktoken
+
+        from dagctx.projection.sections import SectionCache
+        from dagctx.tokens import TokenCounter
+
+        counter = TokenCounter()
+        base = counter.encoding
+        counter.encoding = tiktoken.Encoding(
+            "custom", pat_str=r"\S+|\s+", mergeable_ranks=base._mergeable_ranks,
+            special_tokens={},
+        )  # fmt: skip
+        assert SectionCache(counter).junction is None

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dagctx.graph import ContextGraph
 from dagctx.nodes.base import Trace
 from dagctx.projection.result import Section
-from dagctx.projection.sections import SectionCache
+from dagctx.projection.sections import SectionCache, unsafe_start
 
 CHANGES_SHARE = 8  # under pressure the changes section takes at most 1/8 of the budget
 FOOTER_TOKENS = 64  # room reserved for the "left out" footer (at most 1/20 of the budget)
@@ -86,7 +86,7 @@ class Body:
         self.tail: dict[int, tuple[Section, str]] = {}
         self.tokens = 0
         self.nodes = 0  # shown sections that are not references
-        self.unsafe = 0  # shown sections whose text starts with whitespace
+        self.unsafe = 0  # shown sections with an unsafe start (sections.unsafe_start)
         self.moved = True  # whether the last update showed or hid any entry
         self.valid = False
 
@@ -201,7 +201,7 @@ class Body:
 
 
 def _unsafe(text: str) -> int:
-    return 1 if text[:1].isspace() else 0
+    return 1 if unsafe_start(text) else 0
 
 
 def changes_section(

@@ -24,8 +24,10 @@ For a budget ``B``:
    with a marker saying how many lines were cut.
 5. Drop a tool call shown without its result (and vice versa); assemble the sections in
    walk order (volatile ones last), then the changes section and the footer, and prove
-   ``tokens <= B``: section counts add up exactly for the default encodings, otherwise an
-   exact count is made near the budget and the last sections dropped until it holds.
+   ``tokens <= B`` on the final text: its exact count is the sum of the section counts
+   where that is proven for the encoding's pre-tokenizer
+   (:mod:`dagctx.projection.sections`), otherwise the text is encoded whole; while it
+   does not fit, the last section is dropped and the text counted again.
 
 Default priorities come from the node type (``Node.default_priority``: sessions and
 conversation highest, groups 60, shell output 55, text files 40); within a priority the

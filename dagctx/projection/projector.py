@@ -37,7 +37,7 @@ from dagctx.projection.assembly import (
 from dagctx.projection.layout import Layout
 from dagctx.projection.relevance import Relevance
 from dagctx.projection.result import Account, Projection, Section
-from dagctx.projection.sections import SUMMABLE_ENCODINGS, SectionCache, reference_text
+from dagctx.projection.sections import SectionCache, reference_text, unsafe_start
 from dagctx.projection.walk import walk
 
 STATES = tuple(NodeState)
@@ -317,10 +317,8 @@ class Projector:
         names = plan.names
         footer_text, footer_tokens = footer(omitted, names, self.cache, budget, budget - used)
         text = body.text() + changes_text + footer_text
-        tokens = used + footer_tokens
-        exact = self.cache.counter.name in SUMMABLE_ENCODINGS and not body.unsafe
-        if not exact and tokens > budget - max(8, budget // 50):
-            tokens = self.cache.counter.count_exact(text)
+        unsafe = body.unsafe or unsafe_start(changes_text) or unsafe_start(footer_text)
+        tokens = self._final_count(text, used + footer_tokens, unsafe)
         if tokens > budget:  # the sum was not exact: let the careful path drop sections
             body.valid = False
             return self._assemble_slow(plan, budget, changes_text, changes_tokens, previous)
@@ -333,6 +331,15 @@ class Projector:
             stable_prefix_tokens=stable,
             account=self._account(alloc, body),
         )
+
+    def _final_count(self, text: str, summed: int, unsafe: int | bool) -> int:
+        """The exact token count of the final ``text``, whose pieces' cache counts add up
+        to ``summed``: that sum less one section boundary where the sum is proven
+        (:mod:`dagctx.projection.sections`), else an encoding of the whole text."""
+        junction = self.cache.junction
+        if junction is None or unsafe:
+            return self.cache.counter.count_exact(text)
+        return summed - junction if text else 0
 
     def _shown(self, alloc: Allocation, i: int) -> tuple[tuple[Section, str] | None, bool]:
         layout = self.layout
@@ -441,9 +448,9 @@ class Projector:
         previous: Projection | None,
     ) -> Projection:
         """Re-walk the graph at the decided states and assemble from scratch, dropping the
-        last sections until an exact count proves the budget. Used when a multi-parent
-        node moves to a later parent (its first place is hidden) or when the summed
-        section counts are not exact for the encoding."""
+        last sections until the exact count of the text (:meth:`_final_count`) proves
+        the budget. Used when a multi-parent node moves to a later parent (its first
+        place is hidden) or when the final text did not fit."""
         layout = self.layout
         assert layout is not None
         alloc, body = plan.alloc, plan.body
@@ -465,7 +472,7 @@ class Projector:
             if entry.reference:
                 text = reference_text(node)
                 section = Section(
-                    node.id, node.state, st, self.cache.counter.count(text), reference=True,
+                    node.id, node.state, st, self.cache.count(text), reference=True,
                     version=node.version,
                 )  # fmt: skip
             else:
@@ -493,15 +500,21 @@ class Projector:
         base = account.reasons()
         for nid in omitted:
             reasons.setdefault(nid, base.get(nid, "left out: budget"))
+        unsafe = unsafe_start(changes_text) or any(unsafe_start(t) for _, t in parts + tail)
         while True:
             both = parts + tail
             used = sum(s.tokens for s, _ in both) + changes_tokens
             names = [f"#{nid} ({self.labels[first[nid]]})" for nid in omitted[:FOOTER_NAMES]]
-            footer_text, _ = footer(len(omitted), names, self.cache, budget, budget - used)
+            footer_text, footer_tokens = footer(
+                len(omitted), names, self.cache, budget, budget - used
+            )
             text = "".join(t for _, t in both) + changes_text + footer_text
-            tokens = self.cache.counter.count_exact(text)
+            tokens = self._final_count(
+                text, used + footer_tokens, unsafe or unsafe_start(footer_text)
+            )
             if tokens <= budget or not both:
                 break
+            # Deterministic: the last section goes (volatile ones first), then count again.
             dropped_section, _ = (tail or parts).pop()
             if not dropped_section.reference:
                 omitted.append(dropped_section.node_id)

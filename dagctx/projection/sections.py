@@ -1,11 +1,29 @@
-"""Section text and token counts, cached per (node, version, state).
+r"""Section text and token counts, cached per (node, version, state).
 
 A section is a node's render normalised to end with one blank line, so that sections can
-be concatenated and their token counts summed: with the encodings whose pre-tokenizer
-ends every piece that contains a newline at the end of that newline run (``cl100k_base``,
-``o200k_base``), a boundary after ``"\\n\\n"`` followed by a non-space is always a piece
-boundary, so the sum of the parts is the count of the whole. The projection falls back to
-an exact count near the budget for other encodings or sections that start with a space.
+be concatenated and their token counts summed. Whether the sum is the count of the whole
+depends on the encoding's pre-tokenizer (tiktoken splits text into pieces with a regular
+expression and encodes each piece on its own). For the patterns in :data:`JUNCTIONS` it is
+proven, with a fixed correction, when no section starts with whitespace or ``"/"``
+(:func:`unsafe_start`). A section ends with a character that is not whitespace followed
+by ``"\n\n"``; the next starts with a character that is neither. Then:
+
+- ``cl100k_base``: the punctuation piece's ``[\r\n]*+`` takes both newlines and stops
+  at the next section, and otherwise ``\s*[\r\n]`` makes ``"\n\n"`` one piece, as
+  ``\s++$`` does at the end of the section alone: the boundary is a piece boundary in
+  both, so the counts add up (correction 0).
+- ``o200k_base``: the same with ``[\r\n/]*`` and ``\s*[\r\n]+``; a next section that
+  starts with ``"/"`` would join the punctuation piece, hence ``"/"`` is unsafe.
+- ``p50k_base``, ``p50k_edit``, ``r50k_base`` (the GPT-2 pattern): alone, ``\s++$`` makes
+  the final ``"\n\n"`` one piece; followed by a non-space, ``\s+(?!\S)`` and ``\s``
+  make it two ``"\n"`` pieces. Nothing else crosses the boundary, so each boundary adds
+  ``2 × count("\n") − count("\n\n")`` tokens (1).
+
+:class:`SectionCache` adds that correction to every non-empty count it hands out (the
+cost of a section with another after it), so the allocation budgets for it and the
+count of a whole text of pieces is the sum minus one correction. An encoding with any
+other pattern (:func:`junction_tokens` is None) or a text with an unsafe section is
+counted exactly instead; either way the projector proves the budget on the final text.
 
 Counts are kept for every state a node was measured at; rendered text is not kept (the
 projection keeps the text of the sections it shows). Texts rendered while counting are
@@ -15,15 +33,52 @@ projection is rendered once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+
+import tiktoken
 
 from dagctx.nodes.base import Node, NodeState
 from dagctx.tokens import TokenCounter
 
 _STATES = tuple(NodeState)
 
-#: Encodings whose section counts add up exactly (see the module docstring).
-SUMMABLE_ENCODINGS = frozenset({"cl100k_base", "o200k_base"})
+_CL100K = (
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+"
+    r"| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"
+)
+_O200K = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_GPT2 = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"
+
+
+def _split_blank_line(encoding: tiktoken.Encoding) -> int:
+    encode = encoding.encode_ordinary
+    return 2 * len(encode("\n")) - len(encode("\n\n"))
+
+
+#: Pre-tokenizer pattern → the tokens each section boundary adds (module docstring).
+JUNCTIONS: dict[str, Callable[[tiktoken.Encoding], int]] = {
+    _CL100K: lambda _: 0,
+    _O200K: lambda _: 0,
+    _GPT2: _split_blank_line,
+}
+
+
+def junction_tokens(counter: TokenCounter) -> int | None:
+    """Tokens a section boundary adds to the sum of the sections' own counts in the
+    counter's encoding, or None when its pattern is not one of :data:`JUNCTIONS`."""
+    rule = JUNCTIONS.get(getattr(counter.encoding, "_pat_str", ""))
+    return None if rule is None else rule(counter.encoding)
+
+
+def unsafe_start(text: str) -> bool:
+    """Whether a section's text starts where a boundary before it may not split pieces."""
+    return text[:1].isspace() or text[:1] == "/"
 
 
 def section_text(rendered: str) -> str:
@@ -50,13 +105,17 @@ class SectionCache:
     counter is asked not to remember section texts, which this cache already keys by
     node version.
 
+    Every non-empty count includes :attr:`junction` (see the module docstring).
     ``renders`` counts actual renders (cache misses), for tests and benchmarks.
     """
 
-    __slots__ = ("_counts", "_parked", "counter", "projector", "renders")
+    __slots__ = ("_counts", "_extra", "_parked", "counter", "junction", "projector", "renders")
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
+        #: Tokens a section boundary adds (None: counts of this encoding are not summed).
+        self.junction = junction_tokens(counter)
+        self._extra = self.junction or 0
         self._counts: dict[str, int] = {}  # node id → version << 128 | packed counts
         self._parked: dict[tuple[str, int, int], str] = {}
         self.renders = 0
@@ -92,9 +151,14 @@ class SectionCache:
             text = self._parked.get(key)
             if text is None:
                 text = self._parked[key] = self._render(node, state)
-            count = self.counter.count(text, remember=False)
+            count = self.count(text, remember=False)
             self._store(node, state, count)
         return count
+
+    def count(self, text: str, *, remember: bool = True) -> int:
+        """Tokens of section text ``text`` followed by another section (its own count
+        plus :attr:`junction`; 0 for ``""``)."""
+        return self.counter.count(text, remember=remember) + self._extra if text else 0
 
     def text(self, node: Node, state: int) -> str:
         """Section text of ``node`` at ``state`` (a parked render, or a new one)."""
@@ -122,8 +186,9 @@ class SectionCache:
         if not todo:
             return
         counts = self.counter.count_many([t[3] for t in todo], remember=False)
+        extra = self._extra
         for (node, state, key, text), count in zip(todo, counts, strict=True):
-            self._store(node, state, count)
+            self._store(node, state, count + extra if text else 0)
             self._parked[key] = text
 
     def release(self) -> None:
@@ -137,7 +202,7 @@ class SectionCache:
         the most lines that fit): their counts go to the counter's bounded recent memory.
         """
         section = section_text(text)
-        return section, self.counter.count(section, remember=remember)
+        return section, self.count(section, remember=remember)
 
     def forget(self, node_id: str) -> None:
         """Drop what is cached for a node (it left the graph)."""
@@ -150,4 +215,4 @@ class SectionCache:
 def reference_section(node: Node, cache: SectionCache) -> tuple[str, int]:
     """Text and tokens of the reference to ``node``."""
     text = reference_text(node)
-    return text, cache.counter.count(text)
+    return text, cache.count(text)
