@@ -34,11 +34,13 @@ projection is rendered once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-
-import tiktoken
+from typing import TYPE_CHECKING
 
 from dagctx.nodes.base import Node, NodeState
 from dagctx.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    import tiktoken
 
 _STATES = tuple(NodeState)
 
