@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -271,6 +271,16 @@ class Projection:
             "reasons": dict(self.reasons),
             "notes": dict(self.notes),
         }
+
+    def to_html(self, *, changed: Iterable[str] = ()) -> str:
+        """The projection as one self-contained HTML page (inline style and script, nothing
+        fetched): the budget bar, a treemap of the sections (area = tokens, grouped by
+        folder, colour = rendered state), the nodes in ``changed`` (e.g. the ids of the
+        last tick's traces) highlighted, and the degraded and left-out nodes with why and
+        their score; see :mod:`dagctx.viz.page`."""
+        from dagctx.viz.page import page_html
+
+        return page_html(self, changed=changed)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
