@@ -28,9 +28,11 @@
   against; that needs write access to the root itself.)
 - :func:`display_path` is how a file name is shown: bytes that are not UTF-8 (kept in a
   ``str`` by ``surrogateescape``, as Python decodes them) shown as ``\\xNN``, so rendered
-  text is always valid UTF-8 while the name itself still opens the file.
+  text is always valid UTF-8 while the name itself still opens the file; line breaks and
+  control characters escaped (:func:`dagctx._quote.inline`), so a name stays on its line.
 
-POSIX only (``dir_fd``, ``O_NOFOLLOW``, ``O_DIRECTORY``). Imports nothing of dagctx.
+POSIX only (``dir_fd``, ``O_NOFOLLOW``, ``O_DIRECTORY``). Imports nothing of dagctx but
+:mod:`dagctx._quote`.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ import stat
 import tempfile
 from contextlib import suppress
 from pathlib import Path
+
+from dagctx._quote import inline
 
 SNIFF_BYTES = 8192
 """How much of a file's start :func:`looks_binary` looks at."""
@@ -184,17 +188,18 @@ def make_state_dir(directory: Path, *names: str) -> Path:
 
 
 def display_path(path: str) -> str:
-    """``path`` as shown in rendered text: bytes that are not UTF-8 (lone surrogates from
-    ``surrogateescape``) written as ``\\xNN``; any other text unchanged."""
+    """``path`` as shown in rendered text, on one line: bytes that are not UTF-8 (lone
+    surrogates from ``surrogateescape``) written as ``\\xNN``, line breaks and control
+    characters as escapes (:func:`dagctx._quote.inline`); any other text unchanged."""
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:
         try:
             raw = path.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError:  # a surrogate no decoder made: show its code point
-            return path.encode("utf-8", "backslashreplace").decode("utf-8")
-        return raw.decode("utf-8", "backslashreplace")
-    return path
+            return inline(path.encode("utf-8", "backslashreplace").decode("utf-8"))
+        return inline(raw.decode("utf-8", "backslashreplace"))
+    return inline(path)
 
 
 # -- binary content -----------------------------------------------------------------------

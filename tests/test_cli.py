@@ -59,7 +59,8 @@ class TestRender:
     def test_messages_format(self, tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
         assert main(["render", str(tree), "--budget", "500", "--format", "messages"]) == 0
         messages = json.loads(capsys.readouterr().out)
-        assert messages[0]["role"] == "system" and "README.md" in messages[0]["content"]
+        assert messages[0]["role"] == "system" and "README.md" not in messages[0]["content"]
+        assert messages[1]["role"] == "user" and "README.md" in messages[1]["content"]
 
 
 class TestSmallThings:

@@ -40,7 +40,7 @@ from dagctx.nodes.base import Node
 from dagctx.nodes.lock import LockNode, LockOutcome
 from dagctx.nodes.mcp import MCPServerNode, MCPToolNode, ToolSpec
 from dagctx.nodes.shell import ShellNode
-from dagctx.projection import Projection
+from dagctx.projection import CONTEXT_INSTRUCTIONS, Projection
 from dagctx.runtime.processes import CommandResult
 from dagctx.tokens import get_encoding
 
@@ -240,7 +240,16 @@ def check(s: Session, p: Projection, budget: int, pairs: list[tuple[str, str]]) 
     assert visible_ids(s) <= accounted
     assert not shown & set(p.omitted)
     assert p.explain().count("OMITTED") == len(p.omitted)
-    assert p.to_messages() == ([{"role": "system", "content": p.text}] if p.text else [])
+    # Issue 14 item 12: the projection is data, in the user role; the system role holds
+    # only dagctx's fixed instructions.
+    assert p.to_messages() == (
+        [
+            {"role": "system", "content": CONTEXT_INSTRUCTIONS},
+            {"role": "user", "content": p.text},
+        ]
+        if p.text
+        else []
+    )
 
 
 @settings(

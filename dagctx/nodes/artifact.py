@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from dagctx._lines import split_lines
 from dagctx._plural import counted
+from dagctx._quote import fence
 from dagctx.errors import NodeFieldError
 from dagctx.nodes.base import Node, NodeState
 
@@ -108,10 +109,7 @@ class ArtifactNode(Node):
         return self.kind != "code"
 
     def _fence(self, body: str) -> str:
-        fence = "```"
-        while fence in body:
-            fence += "`"
-        return f"{fence}{self.language or ''}\n{body}\n{fence}"
+        return fence(body, self.language or "")
 
     def render_state(self, state: NodeState) -> str:
         n = len(self._lines)

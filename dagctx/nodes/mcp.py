@@ -9,6 +9,10 @@ results to :meth:`MCPServerNode.set_status` and :meth:`MCPServerNode.sync_tools`
 A tool list is compared by name: new tools become children, tools whose definition
 changed update in place (their version bumps), vanished tools are removed; each of these
 leaves a trace.
+
+Everything a server says is quoted (:mod:`dagctx._quote`): names, titles, errors and
+parameter descriptions on one line, tool descriptions and stderr inside fences, so a
+server cannot write a line that reads as a dagctx section heading.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from dagctx._lines import split_lines
+from dagctx._quote import fence, inline
 from dagctx.errors import NodeFieldError
 from dagctx.nodes.base import Node, NodeState
 
@@ -92,9 +97,9 @@ def describe_parameters(schema: Mapping[str, Any] | None) -> list[str]:
         facts = [_schema_type(prop), "required" if name in required else "optional"]
         if "default" in prop:
             facts.append(f"default {json.dumps(prop['default'])}")
-        text = f"  - {name}: {', '.join(facts)}"
+        text = f"  - {inline(str(name))}: {inline(', '.join(facts))}"
         if prop.get("description"):
-            text += f" — {prop['description']}"
+            text += f" — {inline(str(prop['description']))}"
         lines.append(text)
     return lines
 
@@ -103,7 +108,8 @@ class MCPToolNode(Node):
     """One tool of an MCP server.
 
     COLLAPSED shows the name; SUMMARY adds the first line of the description; DETAILS the
-    whole description and one line per parameter; ALL the full input (and output) schema.
+    whole description (fenced) and one line per parameter; ALL the full input (and output)
+    schema.
     """
 
     type_name: ClassVar[str] = "mcp_tool"
@@ -126,7 +132,7 @@ class MCPToolNode(Node):
         return self.spec.name
 
     def label(self) -> str:
-        return f"{self.server}.{self.spec.name}"
+        return inline(f"{self.server}.{self.spec.name}")
 
     def update(self, spec: ToolSpec) -> list[str]:
         """Adopt a new definition of the same tool; return what changed (the version bumps
@@ -150,15 +156,16 @@ class MCPToolNode(Node):
 
     def render_state(self, state: NodeState) -> str:
         spec = self.spec
+        name = inline(spec.name)
         if state == NodeState.COLLAPSED:
-            return f"- {spec.name} (#{self.id})"
-        first = spec.description.strip().split("\n", 1)[0]
+            return f"- {name} (#{self.id})"
+        first = inline(spec.description.strip().split("\n", 1)[0])
         if state == NodeState.SUMMARY:
-            return f"- {spec.name}: {first or '(no description)'} (#{self.id})"
-        title = f" — {spec.title}" if spec.title else ""
-        lines = [f"#### {self.server}.{spec.name}{title} (#{self.id})"]
+            return f"- {name}: {first or '(no description)'} (#{self.id})"
+        title = f" — {inline(spec.title)}" if spec.title else ""
+        lines = [f"#### {inline(self.server)}.{name}{title} (#{self.id})"]
         if spec.description.strip():
-            lines.append(spec.description.strip())
+            lines.append(fence(spec.description.strip()))
         if state == NodeState.DETAILS:
             params = describe_parameters(spec.input_schema)
             lines += ["parameters:", *params] if params else ["parameters: none"]
@@ -321,39 +328,38 @@ class MCPServerNode(Node):
         return "stdio: " + " ".join(self.command or [])
 
     def _headline(self) -> str:
-        return f"## MCP server {self.name} (#{self.id}): {self.status}"
+        return f"## MCP server {inline(self.name)} (#{self.id}): {self.status}"
 
     def _error_lines(self, with_tail: bool) -> list[str]:
-        lines = [f"error: {self.error}"] if self.error else []
+        lines = [f"error: {inline(self.error)}"] if self.error else []
         if with_tail and self.stderr_tail:
             tail = split_lines(self.stderr_tail)[-STDERR_TAIL_LINES:]
-            fence = "```"
-            while any(fence in line for line in tail):
-                fence += "`"
             which = "last line" if len(tail) == 1 else f"last {len(tail)} lines"
-            lines += [f"stderr ({which}):", fence, *tail, fence]
+            lines += [f"stderr ({which}):", fence("\n".join(tail))]
         return lines
 
     def render_state(self, state: NodeState) -> str:
         tools = self.tools()
         if state == NodeState.COLLAPSED:
-            line = f"- MCP server {self.name} (#{self.id}): {self.status}, {len(tools)} tools"
-            return f"{line}; error: {self.error}" if self.error else line
+            name = inline(self.name)
+            line = f"- MCP server {name} (#{self.id}): {self.status}, {len(tools)} tools"
+            return f"{line}; error: {inline(self.error)}" if self.error else line
         lines = [self._headline()]
         if state == NodeState.SUMMARY:
-            names = ", ".join(t.name for t in tools) or "none"
+            names = inline(", ".join(t.name for t in tools)) or "none"
             return "\n".join([*lines, f"tools: {names}", *self._error_lines(True)])
         who = " ".join(v for v in (self.info.get("name"), self.info.get("version")) if v)
-        lines.append(f"server: {who or 'unknown'} · {self._where()}")
+        lines.append(inline(f"server: {who or 'unknown'} · {self._where()}"))
         if self.info.get("instructions"):
-            lines.append(f"instructions: {self.info['instructions']}")
+            lines.append(f"instructions: {inline(self.info['instructions'])}")
         lines += self._error_lines(True)
         if state == NodeState.ALL:
-            lines.append(f"protocol: {self.info.get('protocol_version') or 'unknown'}")
+            lines.append(inline(f"protocol: {self.info.get('protocol_version') or 'unknown'}"))
             if self.cwd:
-                lines.append(f"cwd: {self.cwd}")
+                lines.append(f"cwd: {inline(self.cwd)}")
             if self.env_keys:
-                lines.append(f"environment: {', '.join(self.env_keys)} (values not shown)")
+                keys = inline(", ".join(self.env_keys))
+                lines.append(f"environment: {keys} (values not shown)")
         lines.append(f"tools ({len(tools)}):" if tools else "tools: none")
         return "\n".join(lines)
 
@@ -400,4 +406,4 @@ def _canonical(value: Any) -> str:
 
 
 def _json_block(value: Any) -> str:
-    return f"```json\n{json.dumps(value, indent=2, sort_keys=True, default=str)}\n```"
+    return fence(json.dumps(value, indent=2, sort_keys=True, default=str), "json")

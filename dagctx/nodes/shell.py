@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from dagctx._lines import split_lines
+from dagctx._quote import fence
 from dagctx._validate import is_finite, is_int
 from dagctx.errors import ShellError
 from dagctx.nodes.base import Node, NodeState
@@ -212,7 +213,7 @@ class ShellNode(Node):
             ("stderr", self.stderr, self.stderr_bytes),
         ):
             if text:
-                blocks.append(f"{name} ({total:,} bytes):\n{_fence(text.rstrip(chr(10)))}")
+                blocks.append(f"{name} ({total:,} bytes):\n{fence(text.rstrip(chr(10)))}")
         return blocks or ["(no output)"]
 
     def _particulars(self) -> list[str]:
@@ -363,10 +364,3 @@ def _signal_name(number: int) -> str:
 
 def _timestamp(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
-
-
-def _fence(body: str) -> str:
-    fence = "```"
-    while fence in body:
-        fence += "`"
-    return f"{fence}\n{body}\n{fence}"

@@ -34,6 +34,10 @@ A file with an outline is cut by it (:meth:`TextNode.render_focused_cut`): its p
 (:func:`dagctx.outline.cut.partition`) in full by their match with the focus, the others
 as marker lines with their line ranges; the parts and each focus's order of them are kept
 in caches like the outlines'.
+What comes from the file is fenced (:func:`dagctx._quote.fence`: the content at DETAILS and
+ALL, the outline or first lines at SUMMARY) and its name escaped onto one line
+(:func:`dagctx._fs.display_path`), so no file can write a line that reads as a dagctx
+section heading.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from dagctx._fs import (
 )
 from dagctx._lines import split_lines
 from dagctx._plural import counted
+from dagctx._quote import fence, inline
 from dagctx._secrets import describe, redact, secret_file_reason
 from dagctx._words import terms, tokenize
 from dagctx.nodes.base import Node, NodeState, TickFrequency
@@ -386,11 +391,7 @@ class TextNode(Node):
         return f"### {self.label()} (#{self.id})"
 
     def _fence(self, body: str) -> str:
-        fence = "```"
-        while fence in body:
-            fence += "`"
-        language = _LANGUAGES.get(os.path.splitext(self.path)[1].lower(), "")
-        return f"{fence}{language}\n{body}\n{fence}"
+        return fence(body, _LANGUAGES.get(os.path.splitext(self.path)[1].lower(), ""))
 
     def render_state(self, state: NodeState) -> str:
         n = self._n
@@ -403,11 +404,10 @@ class TextNode(Node):
         if state == NodeState.SUMMARY:
             shown = self._outline_text()
             if shown:
-                return f"{self._header()}\n({counted(n, 'line')}; outline)\n{shown}"
+                return f"{self._header()}\n({counted(n, 'line')}; outline)\n{fence(shown)}"
             first = self._first_lines(5)
-            return "\n".join(
-                [self._header(), f"({counted(n, 'line')}; first {len(first)})", *first]
-            )
+            head = f"{self._header()}\n({counted(n, 'line')}; first {len(first)})"
+            return f"{head}\n{self._fence(chr(10).join(first))}"
         return self.render_cut(state, n)
 
     def _outline_text(self) -> str:
@@ -546,7 +546,7 @@ class TextNode(Node):
         assert cut is not None, "cut_steps() is 0: no focused cut"
         ladder = self._ladder(cut, focus)
         body, kept, names = cut.render(self.lines, ladder, step, numbered=state >= NodeState.ALL)
-        shown = ", ".join(names[:_NAMED]) + (", …" if len(names) > _NAMED else "")
+        shown = inline(", ".join(names[:_NAMED]) + (", …" if len(names) > _NAMED else ""))
         note = (
             f"[cut to fit the budget: {kept} of {self._n} lines of {display_path(self.path)}"
             f" shown, each … line marks lines left out" + (f"; in full: {shown}]" if shown else "]")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Sequence
 
+from dagctx._quote import inline
 from dagctx.graph import ContextGraph
 from dagctx.nodes.base import Trace
 from dagctx.projection.result import Section
@@ -213,7 +214,8 @@ def changes_section(
         if t.derived:
             continue
         label = graph.get(t.node_id).label() if t.node_id in graph else "(removed)"
-        lines.append(f"- #{t.node_id} {label}: {t.description} (v{t.old_version}→v{t.new_version})")
+        line = f"- #{t.node_id} {label}: {t.description} (v{t.old_version}→v{t.new_version})"
+        lines.append(inline(line))  # labels and descriptions can quote file and tool names
     if not lines:
         return "", 0
     head = "## Changes since last turn"

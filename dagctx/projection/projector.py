@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dagctx._plural import counted
+from dagctx._quote import inline
 from dagctx.graph import ContextGraph
 from dagctx.nodes.base import NodeState, Trace
 from dagctx.projection.allocation import OMIT, Allocation
@@ -100,7 +101,7 @@ class Projector:
         self.relevance.level_all(layout)
         self._releveled.clear()
         nodes, ref = layout.nodes, layout.ref
-        self.labels = [("" if ref[i] else n.label()) for i, n in enumerate(nodes)]
+        self.labels = [("" if ref[i] else inline(n.label())) for i, n in enumerate(nodes)]
         self.prio = [(0 if ref[i] else n.priority) for i, n in enumerate(nodes)]
         self._labels_shared = self._prio_shared = False
         self._mark = len(self.graph.traces)

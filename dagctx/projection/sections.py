@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from dagctx._quote import inline
 from dagctx.nodes.base import Node, NodeState
 from dagctx.tokens import TokenCounter
 
@@ -91,7 +92,7 @@ def section_text(rendered: str) -> str:
 
 def reference_text(node: Node) -> str:
     """The one-line reference shown where a node already rendered appears again."""
-    return section_text(f"(see #{node.id} above: {node.label()})")
+    return section_text(f"(see #{node.id} above: {inline(node.label())})")
 
 
 _FIELD = 32  # bits per count in a packed entry
