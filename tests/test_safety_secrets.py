@@ -8,6 +8,7 @@ module embedding a private key.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -24,7 +25,9 @@ import dagctx.nodes.text as text_module
 from dagctx import Session
 from dagctx._lines import split_lines
 from dagctx._secrets import redact, secret_file_reason
+from dagctx.context import Context
 from dagctx.tokens import DEFAULT_ENCODING, TokenCounter
+from dagctx.tools import get_file_tools
 from dagctx.watch.scan import scan_tree
 
 GITHUB = "ghp_" + "wWPw5k4aXcaT4fNP0UcnZwJUVFk6LO0pINUx"
@@ -246,3 +249,33 @@ class TestOptIn:
         assert "secrets: 4 secret-bearing files withheld" in default.stderr
         included = run("--include-secrets")
         assert GITHUB in included.stdout and "[withheld" not in included.stdout
+
+
+class TestReadFile:
+    """``read_file`` hands files to the model directly: the same rules hold there."""
+
+    def run(self, tree: Path, path: str, **state: object) -> str:
+        ctx = Context("t")
+        ctx.state.set("working_dir", str(tree))
+        for key, value in state.items():
+            ctx.state.set(key, value)
+        tool = get_file_tools()[0].bind(ctx)
+        return str(asyncio.run(tool.execute(path=path)))
+
+    def test_secret_bearing_files_are_refused(self, tree: Path) -> None:
+        assert self.run(tree, ".env") == (
+            "Refused '.env': a secret-bearing file (environment file) is not shown."
+        )
+        assert self.run(tree, "certs/../certs/server.key") == (
+            "Refused 'certs/../certs/server.key': a secret-bearing file (private key file) is"
+            " not shown."
+        )
+
+    def test_secrets_in_content_are_redacted(self, tree: Path) -> None:
+        result = self.run(tree, "config.py")
+        assert 'GITHUB_TOKEN = "[REDACTED GitHub Token]"' in result
+        assert all(secret not in result for secret in SECRETS)
+
+    def test_include_secrets_reads_everything(self, tree: Path) -> None:
+        assert self.run(tree, ".env", include_secrets=True) == ENV
+        assert self.run(tree, "config.py", include_secrets=True) == CONFIG_PY

@@ -60,7 +60,7 @@ from dagctx.session import Session, TickResult
 from dagctx.tokens import DEFAULT_ENCODING
 from dagctx.tools import Tool, get_context_tools, get_graph_tools, get_planning_tools
 from dagctx.tools.base import ContextTool, Refusal
-from dagctx.tools.files import WORKING_DIR_KEY, read_file
+from dagctx.tools.files import INCLUDE_SECRETS_KEY, WORKING_DIR_KEY, read_file
 from dagctx.tools.knowledge import KNOWLEDGE_STORE_KEY, WORKSPACE_KEY, add_knowledge
 
 __all__ = [
@@ -96,8 +96,9 @@ def reading_context(session: Session) -> Context:
 
     Its state is a layer over ``session.context.state``: it reads everything the session's
     context holds and adds, where the chain has none, ``working_dir`` (the session root),
-    an in-memory `Workspace` and its `KnowledgeStore`. Those objects stay out of the
-    session's own state, which is saved as JSON with the session.
+    an in-memory `Workspace` and its `KnowledgeStore`, and ``include_secrets`` when the
+    session includes secrets. Those objects stay out of the session's own state, which is
+    saved as JSON with the session.
     """
     layer = ContextState(parent=session.context.state)
     store = layer.get(KNOWLEDGE_STORE_KEY)
@@ -108,6 +109,8 @@ def reading_context(session: Session) -> Context:
         layer.set(WORKSPACE_KEY, Workspace(TASK_ID, knowledge_store=store))
     if WORKING_DIR_KEY not in layer:
         layer.set(WORKING_DIR_KEY, str(session.root))
+    if session.include_secrets and INCLUDE_SECRETS_KEY not in layer:
+        layer.set(INCLUDE_SECRETS_KEY, True)
     return Context(TASK_ID, state=layer)
 
 

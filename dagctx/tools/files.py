@@ -7,6 +7,11 @@ Directories, devices, FIFOs, files over `MAX_FILE_BYTES` and binary files (a NUL
 the first 8 KB, or invalid UTF-8) are refused too. The file is opened with
 :func:`dagctx._fs.open_inside`, so a file or a parent directory swapped for a symlink after
 the checks is never followed, and a FIFO swapped in is never waited on.
+
+Secrets stay out as they do in the projection (:mod:`dagctx._secrets`): unless
+``ctx.state["include_secrets"]`` is true, a secret-bearing file (``.env``, a private key,
+a certificate, a credentials file) is refused with a message, and secrets found in any
+other file come back as ``[REDACTED <kind>]``.
 """
 
 from __future__ import annotations
@@ -15,12 +20,14 @@ import os
 from pathlib import Path
 
 from dagctx import _fs
+from dagctx._secrets import redact, secret_file_reason
 from dagctx.context import Context
 from dagctx.tools.base import ContextTool, Refusal
 
 __all__ = ["MAX_FILE_BYTES", "get_file_tools", "read_file"]
 
 WORKING_DIR_KEY = "working_dir"
+INCLUDE_SECRETS_KEY = "include_secrets"
 MAX_FILE_BYTES = 1_000_000
 """Largest file `read_file` returns, in bytes."""
 
@@ -54,6 +61,10 @@ def read_file(ctx: Context, path: str) -> str:
         return Refusal(outside)
     except OSError as exc:  # a symlink loop, a name too long
         return Refusal(f"Cannot resolve {path!r} in the working directory: {exc}.")
+    include_secrets = ctx.state.get(INCLUDE_SECRETS_KEY) is True
+    reason = None if include_secrets else secret_file_reason(relative)
+    if reason is not None:
+        return Refusal(f"Refused {path!r}: a secret-bearing file ({reason}) is not shown.")
     try:
         fd, info = _fs.open_inside(root, relative)
     except _fs.OutsideRootError:  # a component swapped for a symlink since the lookup
@@ -79,9 +90,10 @@ def read_file(ctx: Context, path: str) -> str:
     if _fs.looks_binary(data):
         return Refusal(f"Refused {path!r}: it looks like a binary file (contains NUL bytes).")
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         return Refusal(f"Refused {path!r}: it looks like a binary file (not valid UTF-8 text).")
+    return text if include_secrets else redact(text)[0]
 
 
 def _too_large(path: str, size: str) -> Refusal:
