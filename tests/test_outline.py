@@ -582,11 +582,13 @@ class TestTextNodeSummary:
         assert node.render(NodeState.SUMMARY).splitlines() == [
             "### store.go (#)".replace("#)", f"#{node.id})"),
             "(27 lines; outline)",
+            "```",  # fenced: outline lines quote the file (issue 14 item 12)
             'type Store struct  [L6-8]  "Store keeps values by key."',
             'type Getter interface  [L11-13]  "Getter reads values."',
             'func New() *Store  [L16-18]  "New makes an empty store."',
             "func (s *Store) Get(key string) (int, error)  [L21-27]"
             '  "Get returns the value of key."',
+            "```",
         ]
 
     def test_a_line_range_numbers_lines_in_the_file(self, tmp_path: Path) -> None:
@@ -599,7 +601,9 @@ class TestTextNodeSummary:
     def test_no_definitions_shows_the_first_lines(self, tmp_path: Path) -> None:
         (tmp_path / "notes.txt").write_text("a\nb\nc\nd\ne\nf\n")
         summary = TextNode("notes.txt", root=tmp_path).render(NodeState.SUMMARY)
-        assert summary.splitlines()[1:] == ["(6 lines; first 5)", "a", "b", "c", "d", "e"]
+        # fenced: the first lines quote the file (issue 14 item 12)
+        lines = ["(6 lines; first 5)", "```", "a", "b", "c", "d", "e", "```"]
+        assert summary.splitlines()[1:] == lines
 
     def test_the_outline_is_made_once_per_content(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
