@@ -342,12 +342,6 @@ class TestPromptCache:
         after = s.tick().projection.text
         assert after.startswith(before.split("## Changes")[0])
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="dagctx/projection/build.py _stable_prefix compares Section (which holds the "
-        "node version): the topic's header text is unchanged but its version bumps when a "
-        "message is linked, so the reported stable prefix stops at the topic header",
-    )
     def test_stable_prefix_tokens_count_the_unchanged_text(self, s: Session) -> None:
         s.topic("chat")
         first = s.message("user", "hello")

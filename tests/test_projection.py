@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dagctx import DagctxError, NodeState, Session
+from dagctx.projection import Projection, Section
+from dagctx.projection.prefix import stable_prefix
 from dagctx.tokens import get_encoding
 
 ENC = get_encoding()
@@ -127,6 +129,57 @@ class TestStability:
             assert first.text.startswith(prefix)
             stable = sum(x.tokens for x in second.sections[:2])
             assert second.stable_prefix_tokens == stable
+
+    def test_explain_names_the_section_that_ended_the_stable_prefix(self, tmp_path: Path) -> None:
+        names = write_files(tmp_path, 4, lines=5)
+        with Session(tmp_path, budget=50_000) as s:
+            nodes = [s.text(n) for n in names]
+            first = s.tick().projection
+            assert first.prefix_break == "no previous projection"
+            (tmp_path / names[2]).write_text("changed = True\n")
+            second = s.tick().projection
+            assert second.prefix_break == f"#{nodes[2].id} ({nodes[2].label()})"
+            assert (
+                second.explain()
+                .splitlines()[-1]
+                .endswith(
+                    f"stable prefix {second.stable_prefix_tokens} tokens"
+                    f" (ended by #{nodes[2].id} ({nodes[2].label()}))"
+                )
+            )
+            assert second.to_dict()["prefix_break"] == second.prefix_break
+
+    def test_an_identical_text_is_stable_in_full(self, tmp_path: Path) -> None:
+        names = write_files(tmp_path, 3, lines=5)
+        with Session(tmp_path, budget=50_000) as s:
+            for n in names:
+                s.text(n)
+            s.tick()
+            again = s.tick().projection
+            assert (again.stable_prefix_tokens, again.prefix_break) == (again.tokens, "")
+
+    @settings(max_examples=80, deadline=None)
+    @given(
+        st.lists(st.text("ab\n#", min_size=1, max_size=6), min_size=1, max_size=8),
+        st.lists(st.text("ab\n#", min_size=1, max_size=6), max_size=8),
+    )
+    def test_stable_prefix_counts_the_leading_sections_the_old_text_starts_with(
+        self, texts: list[str], old_texts: list[str]
+    ) -> None:
+        sections = [Section(f"n{i}", NodeState.ALL, NodeState.ALL, 1) for i in range(len(texts))]
+        text, old = "".join(texts), "".join(old_texts)
+        previous = Projection(old, len(old_texts), 100, [])
+        tokens, broken = stable_prefix(text, 99, sections, texts, previous, lambda n: "L")
+        if text == old:
+            assert (tokens, broken) == (99, "")
+            return
+        k = 0
+        while k < len(texts) and old.startswith("".join(texts[: k + 1])):
+            k += 1
+        assert tokens == k
+        assert broken == (
+            f"#n{k} (L)" if k < len(texts) else "the changes since last turn or the left-out footer"
+        )
 
     def test_changes_section_comes_last(self, tmp_path: Path) -> None:
         names = write_files(tmp_path, 2, lines=3)

@@ -195,6 +195,12 @@ class Body:
             return list(self.sections)
         return self.sections + [self.tail[i][0] for i in sorted(self.tail)]
 
+    def all_texts(self) -> list[str]:
+        """Body then tail section texts, in text order."""
+        if not self.tail:
+            return list(self.texts)
+        return self.texts + [self.tail[i][1] for i in sorted(self.tail)]
+
     def text(self) -> str:
         if not self.tail:
             return "".join(self.texts)

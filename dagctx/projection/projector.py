@@ -36,6 +36,7 @@ from dagctx.projection.assembly import (
     footer,
 )
 from dagctx.projection.layout import Layout
+from dagctx.projection.prefix import stable_prefix
 from dagctx.projection.relevance import Relevance
 from dagctx.projection.result import Account, Projection, Section
 from dagctx.projection.sections import SectionCache, reference_text, unsafe_start
@@ -323,7 +324,13 @@ class Projector:
         if tokens > budget:  # the sum was not exact: let the careful path drop sections
             body.valid = False
             return self._assemble_slow(plan, budget, changes_text, changes_tokens, previous)
-        stable = self._stable(plan, body, sections, first, previous)
+        if previous is plan.last and first != 0:
+            known = body.count.prefix(first) if first > 0 else len(body.sections)
+        else:
+            known = 0
+        stable, broken = stable_prefix(
+            text, tokens, sections, body.all_texts(), previous, self._label, known
+        )
         return Projection(
             text,
             tokens,
@@ -331,6 +338,7 @@ class Projector:
             sections,
             stable_prefix_tokens=stable,
             account=self._account(alloc, body),
+            prefix_break=broken,
         )
 
     def _final_count(self, text: str, summed: int, unsafe: int | bool) -> int:
@@ -366,30 +374,10 @@ class Projector:
             i += 1
         return names
 
-    def _stable(
-        self,
-        plan: _Plan,
-        body: Body,
-        sections: list[Section],
-        first: int,
-        previous: Projection | None,
-    ) -> int:
-        """Tokens of the leading sections identical to ``previous``'s."""
-        if previous is None:
-            return 0
-        before = previous.sections
-        if previous is plan.last and first > 0:
-            k = body.count.prefix(first)
-            total = body.toks.prefix(first)
-        elif previous is plan.last and first < 0:
-            k, total = len(body.sections), body.toks.prefix(len(self.layout or ()))
-        else:
-            k, total = 0, 0
-        for now, was in zip(sections[k:], before[k:], strict=False):
-            if now != was:
-                break
-            total += now.tokens
-        return total
+    def _label(self, node_id: str) -> str:
+        layout = self.layout
+        assert layout is not None
+        return self.labels[layout.first[node_id]]
 
     def _account(self, alloc: Allocation, body: Body) -> Account:
         layout = self.layout
@@ -532,12 +520,8 @@ class Projector:
             if not s.reference and (s.rendered_state < s.requested_state or s.cut_lines)
         }
         reasons = {k: v for k, v in reasons.items() if k in degraded or k in omitted}
-        stable = 0
-        if previous is not None:
-            for now, was in zip(sections, previous.sections, strict=False):
-                if now != was:
-                    break
-                stable += now.tokens
+        texts = [t for _, t in parts + tail]
+        stable, broken = stable_prefix(text, tokens, sections, texts, previous, self._label)
         return Projection(
             text,
             tokens,
@@ -550,4 +534,5 @@ class Projector:
             account.labels(),
             scores=account.scores(),
             notes=account.notes(),
+            prefix_break=broken,
         )

@@ -65,7 +65,12 @@ class Projection:
         degraded: node id → (requested state, rendered state) for nodes shown at less.
         reasons: node id → why it was degraded or left out.
         stable_prefix_tokens: tokens at the start of ``text`` identical to the previous
-            projection of the same session (what a provider prompt cache can reuse).
+            projection of the same session (what a provider prompt cache can reuse):
+            the leading sections whose text is byte-identical to the previous text at the
+            same place (all tokens when the whole text is), measured on the text.
+        prefix_break: what ended the stable prefix: the first differing section as
+            ``#id (label)``, the changes/footer after identical sections, ``"no previous
+            projection"``, or ``""`` when the text is identical to the previous one.
         labels: node id → label, for every node the projection accounts for.
         scores: node id → relevance :class:`~dagctx.projection.relevance.Score` (what
             decided who degrades first, after priority).
@@ -86,6 +91,7 @@ class Projection:
         "_reasons",
         "_scores",
         "budget",
+        "prefix_break",
         "sections",
         "stable_prefix_tokens",
         "text",
@@ -97,6 +103,7 @@ class Projection:
     budget: int
     sections: list[Section]
     stable_prefix_tokens: int
+    prefix_break: str
     _account: Account | None
     _omitted: list[str] | None
     _degraded: dict[str, tuple[NodeState, NodeState]] | None
@@ -120,6 +127,7 @@ class Projection:
         account: Account | None = None,
         scores: dict[str, Score] | None = None,
         notes: dict[str, str] | None = None,
+        prefix_break: str = "",
     ) -> None:
         put = object.__setattr__
         put(self, "text", text)
@@ -127,6 +135,7 @@ class Projection:
         put(self, "budget", budget)
         put(self, "sections", sections)
         put(self, "stable_prefix_tokens", stable_prefix_tokens)
+        put(self, "prefix_break", prefix_break)
         put(self, "_account", account)
         empty = account is None
         put(self, "_omitted", omitted if omitted is not None or not empty else [])
@@ -199,7 +208,8 @@ class Projection:
     def explain(self) -> str:
         """A plain-text table: each node's states, tokens, relevance score with its parts,
         why it was degraded or left out, and what it holds back for safety (a withheld
-        secret-bearing file, redacted secrets; also counted on a last line)."""
+        secret-bearing file, redacted secrets; also counted on a last line). The totals
+        line gives the stable prefix and what ended it (:attr:`prefix_break`)."""
         labels, reasons, scores, notes = self.labels, self.reasons, self.scores, self.notes
 
         def score(node_id: str) -> str:
@@ -244,6 +254,7 @@ class Projection:
         lines.append(
             f"total: {used}; {len(self.sections)} sections, {len(self.degraded)} degraded,"
             f" {len(self.omitted)} left out; stable prefix {self.stable_prefix_tokens} tokens"
+            + (f" (ended by {self.prefix_break})" if self.prefix_break else "")
         )
         if notes:
             withheld = sum(1 for note in notes.values() if note.startswith("withheld: "))
@@ -273,6 +284,7 @@ class Projection:
             "tokens": self.tokens,
             "budget": self.budget,
             "stable_prefix_tokens": self.stable_prefix_tokens,
+            "prefix_break": self.prefix_break,
             "sections": [
                 {
                     "node_id": s.node_id,

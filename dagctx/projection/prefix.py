@@ -1,0 +1,59 @@
+"""The stable prefix: how much of a projection's text a provider prompt cache can reuse.
+
+A provider caches a byte-identical prefix of the prompt. :func:`stable_prefix` compares
+the new text with the previous projection's, section by section in text order, and
+counts the tokens of the leading sections whose text is byte-identical at the same
+place (whole sections only: a section that differs anywhere counts nothing, since token
+boundaries inside it are not known to line up). It also names what ended the prefix.
+Reads only the texts and the sections it is given; must not import the projector, the
+allocation or the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from dagctx.projection.result import Projection, Section
+
+#: ``prefix_break`` when the whole text is byte-identical to the previous projection's.
+UNCHANGED = ""
+NO_PREVIOUS = "no previous projection"
+TAIL = "the changes since last turn or the left-out footer"
+
+
+def stable_prefix(
+    text: str,
+    tokens: int,
+    sections: Sequence[Section],
+    texts: Sequence[str],
+    previous: Projection | None,
+    label: Callable[[str], str],
+    known: int = 0,
+) -> tuple[int, str]:
+    """(tokens, break) for ``text`` made of ``texts`` (one per section, in text order,
+    followed by the changes section and the footer).
+
+    The first is ``tokens`` (the count of all of ``text``) when the whole text is
+    byte-identical to ``previous.text``, otherwise the tokens of the leading sections
+    byte-identical to it at the same offset. ``break`` names the first section that differs as
+    ``#id (label)`` (``label`` gives a node's label), :data:`TAIL` when every section is
+    identical and only what follows them differs, :data:`UNCHANGED` when the whole text
+    is identical, :data:`NO_PREVIOUS` without a previous projection. ``known`` is a count
+    of leading sections the caller knows are unchanged (their texts are not compared).
+    """
+    if previous is None:
+        return 0, NO_PREVIOUS
+    old = previous.text
+    if text == old:
+        return tokens, UNCHANGED
+    known = min(known, len(sections))
+    offset = sum(map(len, texts[:known]))
+    tokens = sum(s.tokens for s in sections[:known])
+    for k in range(known, len(sections)):
+        end = offset + len(texts[k])
+        if end > len(old) or old[offset:end] != texts[k]:
+            s = sections[k]
+            return tokens, f"#{s.node_id} ({label(s.node_id)})"
+        tokens += sections[k].tokens
+        offset = end
+    return tokens, TAIL
