@@ -33,6 +33,12 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   tried: a text node with an outline has focused cuts
   (:meth:`~dagctx.nodes.text.TextNode.render_focused_cut`: the definitions matching the
   focus in full, the rest as marked outline lines), any other its first lines.
+- **Counted on demand.** Pressure counts every node at its requested state and its
+  floor; a level in between (a file's outline) is counted only when a search lands on
+  it: pass A's leaves take it as 0 tokens for their minimum running sum (a lower bound,
+  so the search may land early; :meth:`Allocation._first_fit` checks each landing
+  exactly), the fill tree keys it -INF (measured when found, passed over when it does
+  not fit), as the cut tree does for a cut's first line.
 
 The module is long because it is one algorithm whose passes share the same state; the
 parts that stand alone live beside it (:mod:`.order`, :mod:`.segtree`, :mod:`.assembly`).
@@ -158,6 +164,19 @@ class Allocation:
             value = self.cost[k] = self.cache.tokens(self.layout.nodes[i], state)
         return value
 
+    def known(self, i: int, state: int) -> int:
+        """Tokens of entry ``i`` at ``state`` if already counted, else -1 (nothing is
+        rendered or counted)."""
+        if state == OMIT:
+            return 0
+        k = 5 * i + state
+        value = self.cost[k]
+        if value < 0:
+            value = self.cache.counted(self.layout.nodes[i], state)
+            if value >= 0:
+                self.cost[k] = value
+        return value
+
     # -- pressure structures ----------------------------------------------------------
 
     def ensure_pressure(self) -> None:
@@ -178,7 +197,8 @@ class Allocation:
             f1[i] = floor
             r = requested[i]
             sa[i] = min(r, floor)
-            pairs.extend((node, s) for s in range(sa[i], r))
+            if sa[i] < r:  # the levels in between are counted when a search needs them
+                pairs.append((node, sa[i]))
         self.cache.prime(pairs)
         self.f1, self.sa = f1, sa
         # owner: the nearest walk ancestor that pass A collapses (its frontier holds i)
@@ -220,7 +240,7 @@ class Allocation:
         for slot, i in enumerate(self.entry_at):
             if i >= 0:
                 a_leaves[slot] = self._a_leaf(i)
-                fill[slot] = self._up(i)
+                fill[slot] = self._up_key(i)
                 cut[slot] = self._cut_key(i)
         self.a_tree.load(a_leaves)
         self.f_tree.load(fill)
@@ -254,17 +274,25 @@ class Allocation:
 
     # -- step deltas ------------------------------------------------------------------
 
-    def _a_steps(self, i: int) -> tuple[list[int], int]:
+    def _a_steps(self, i: int, exact: bool = True) -> tuple[list[int], int]:
         """Pass A's deltas for entry ``i`` (requested → floor) and the 1-based index of
-        its first step after which it hides children (0: none)."""
+        its first step after which it hides children (0: none). Not ``exact``: a level
+        between the two that is not counted yet counts as 0 tokens, so every running sum
+        is a lower bound and the last one (the floor's, counted) is exact."""
         r, floor = self.layout.requested[i], self.f1[i]
         if r <= floor:
             return [], 0
         expands = self.layout.nodes[i].expands_at
         kids, v = self.kids[i], self.va[i]
         deltas, trig = [], 0
+
+        def c(s: int) -> int:
+            if exact or s in (r, floor):
+                return self.c(i, s)
+            return max(0, self.known(i, s))
+
         for s in range(r, floor, -1):
-            d = self.c(i, s - 1) - self.c(i, s)
+            d = c(s - 1) - c(s)
             if kids:
                 was, now = s in expands, (s - 1) in expands
                 if was and not now:
@@ -277,7 +305,10 @@ class Allocation:
         return deltas, trig
 
     def _a_leaf(self, i: int) -> tuple[int, int, int]:
-        deltas, trig = self._a_steps(i)
+        """Pass A's leaf for entry ``i``: (sum, minimum running sum, trigger). The sum is
+        exact; the minimum a lower bound when levels in between are not counted yet
+        (:meth:`_a_steps`), which :meth:`_first_fit` checks exactly."""
+        deltas, trig = self._a_steps(i, exact=False)
         if not deltas:
             return 0, INF, 0
         run, low = 0, INF
@@ -304,6 +335,16 @@ class Allocation:
         """The level a fill upgrade takes entry ``i`` to from ``state`` (an omitted node
         comes back at its floor, not below its ``min_state``)."""
         return self.sa[i] if state == OMIT else state + 1
+
+    def _up_key(self, i: int) -> int:
+        """The fill tree's key of entry ``i``: :meth:`_up`, or -INF while the level it
+        would go to is not counted yet (measured when a search lands on it)."""
+        s = self.cur[i]
+        if not self.vis[i] or s >= self.layout.requested[i] or self.dropped[i]:
+            return INF
+        if self.known(i, self._next(i, s)) < 0:
+            return -INF
+        return self._up(i)
 
     def _up(self, i: int) -> int:
         """Cost of upgrading entry ``i`` one level from its current state (INF: none)."""
@@ -343,7 +384,7 @@ class Allocation:
     def _refresh(self, i: int) -> None:
         if self.pressure:
             slot = self.slot[i]
-            self.f_tree.set(slot, self._up(i))
+            self.f_tree.set(slot, self._up_key(i))
             self.c_tree.set(slot, self._cut_key(i))
 
     # -- changes ----------------------------------------------------------------------
@@ -358,7 +399,7 @@ class Allocation:
         cost, cref, press = self.cost, self.cref, self.pressure
         if press:
             sa = self.sa
-            cache.prime((nodes[i], s) for i in changed for s in range(sa[i], requested[i] + 1))
+            cache.prime((nodes[i], s) for i in changed for s in {sa[i], requested[i]})
         else:
             cache.prime((nodes[i], requested[i]) for i in changed)
         touched: set[int] = set(changed)
@@ -450,7 +491,7 @@ class Allocation:
         self.a_tree.set(slot, *self._a_leaf(i))
         if self.b_tree is not None:
             self.b_tree.set(slot, *self._b_leaf(i))
-        self.f_tree.set(slot, self._up(i))
+        self.f_tree.set(slot, self._up_key(i))
         self.c_tree.set(slot, self._cut_key(i))
 
     # -- states -----------------------------------------------------------------------
@@ -574,25 +615,39 @@ class Allocation:
                 return k, run
         return None
 
+    def _first_fit(self, bound: int, lo: int, hi: int) -> tuple[int, tuple[int, int]] | None:
+        """The first slot in [lo, hi) where pass A's running sum fits ``bound``, with
+        :meth:`_scan`'s answer there; None if none. A leaf's minimum is only a lower
+        bound (:meth:`_a_leaf`), so each slot found is checked exactly; where it does not
+        fit after all, the search goes on after it."""
+        a = self.a_tree
+        while True:
+            j, pre = a.find_first(bound, lo, hi)
+            if j < 0:
+                return None
+            hit = self._scan(self.entry_at[j], pre, bound, bound)
+            if hit is not None:
+                return j, hit
+            a.set(j, *self._a_leaf(self.entry_at[j]))  # its levels are counted now: exact
+            lo = j + 1
+
     def _find_stop(self, x1: int, x2: int) -> tuple[tuple[int, int, int], int, bool]:
         t0, cap, a = self.t0, self.cap, self.a_tree
         tau = a.first_trigger()
-        j, pre = a.find_first(x1 - t0, 0, tau)
-        if j >= 0:
-            hit = self._scan(self.entry_at[j], pre, x1 - t0, x1 - t0)
-            if hit is not None:
-                return (1, j, hit[0]), t0 + hit[1], False
+        found = self._first_fit(x1 - t0, 0, tau)
+        if found is not None:
+            j, (k, run) = found
+            return (1, j, k), t0 + run, False
         if tau < cap:
             i = self.entry_at[tau]
             hit = self._scan(i, a.prefix(tau), x1 - t0, x2 - t0)
             if hit is not None:
                 trig = self._a_steps(i)[1]
                 return (1, tau, hit[0]), t0 + hit[1], hit[0] >= trig
-            j, pre = a.find_first(x2 - t0, tau + 1, cap)
-            if j >= 0:
-                hit = self._scan(self.entry_at[j], pre, x2 - t0, x2 - t0)
-                if hit is not None:
-                    return (1, j, hit[0]), t0 + hit[1], True
+            found = self._first_fit(x2 - t0, tau + 1, cap)
+            if found is not None:
+                j, (k, run) = found
+                return (1, j, k), t0 + run, True
         ta = t0 + a.total()
         b = self._pass_b()
         j, pre = b.find_first(x2 - ta, 0, cap)
@@ -628,6 +683,7 @@ class Allocation:
         while cur[i] < target:
             d = self._up(i)
             if d > slack:
+                self._refresh(i)  # the level above is counted now: the key is exact
                 break
             self.mods.append((i, cur[i]))
             self.set_state(i, self._next(i, cur[i]))
@@ -672,7 +728,7 @@ class Allocation:
                 break
             i = self.entry_at[j]
             slack = self._raise(i, requested[i], slack)
-            pos = j
+            pos = j  # one whose key was not measured and does not fit is passed too
         self.total = avail - slack
 
     def _cut(self, avail: int) -> None:

@@ -109,10 +109,21 @@ class SectionCache:
     node version.
 
     Every non-empty count includes :attr:`junction` (see the module docstring).
-    ``renders`` counts actual renders (cache misses), for tests and benchmarks.
+    ``renders`` counts actual renders (cache misses) and ``renders_at`` the same per
+    state (index = state value), for tests and benchmarks: how many outlines (SUMMARY) a
+    projection made, for instance.
     """
 
-    __slots__ = ("_counts", "_extra", "_parked", "counter", "junction", "projector", "renders")
+    __slots__ = (
+        "_counts",
+        "_extra",
+        "_parked",
+        "counter",
+        "junction",
+        "projector",
+        "renders",
+        "renders_at",
+    )
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
@@ -122,6 +133,7 @@ class SectionCache:
         self._counts: dict[str, int] = {}  # node id → version << 128 | packed counts
         self._parked: dict[tuple[str, int, int], str] = {}
         self.renders = 0
+        self.renders_at = [0] * len(_STATES)
         #: The incremental projector of the graph this cache serves (set by it).
         self.projector: object | None = None
 
@@ -142,7 +154,13 @@ class SectionCache:
 
     def _render(self, node: Node, state: int) -> str:
         self.renders += 1
+        self.renders_at[state] += 1
         return section_text(node.render(_STATES[state]))
+
+    def counted(self, node: Node, state: int) -> int:
+        """The count of ``node``'s section at ``state`` if it is known (-1: not counted
+        yet for this version; 0 when HIDDEN)."""
+        return 0 if state == NodeState.HIDDEN else self._known(node, state)
 
     def tokens(self, node: Node, state: int) -> int:
         """Token count of ``node``'s section at ``state`` (0 when HIDDEN)."""
