@@ -7,7 +7,8 @@ the watcher, the stores or anything that does I/O.
 """
 
 from dagctx.projection.build import build_projection
-from dagctx.projection.result import CONTEXT_INSTRUCTIONS, Projection, Section
+from dagctx.projection.messages import CONTEXT_INSTRUCTIONS
+from dagctx.projection.result import Projection, Section
 from dagctx.projection.sections import SectionCache
 
 __all__ = ["CONTEXT_INSTRUCTIONS", "Projection", "Section", "SectionCache", "build_projection"]

@@ -55,18 +55,20 @@ def build_projection(
     *,
     changes: Sequence[Trace] = (),
     previous: Projection | None = None,
+    cache_key: str = "",
 ) -> Projection:
     """Render ``graph`` into a :class:`Projection` of at most ``budget`` tokens.
 
     ``cache`` keeps the incremental state between calls (for one graph at a time);
     ``changes`` are the traces shown in the changes section; ``previous`` is the last
-    projection, for :attr:`Projection.stable_prefix_tokens`.
+    projection, for :attr:`Projection.stable_prefix_tokens`; ``cache_key`` is the
+    session's prompt cache key (:attr:`Projection.cache_key`).
     """
     projector = cache.projector
     if not isinstance(projector, Projector) or projector.graph is not graph:
         projector = Projector(graph, cache)
         cache.projector = projector
-    return projector.project(budget, changes, previous)
+    return projector.project(budget, changes, previous, cache_key)
 
 
 __all__ = ["build_projection", "section_text"]

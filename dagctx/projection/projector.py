@@ -42,6 +42,14 @@ from dagctx.projection.result import Account, Projection, Section
 from dagctx.projection.sections import SectionCache, reference_text, unsafe_start
 from dagctx.projection.walk import walk
 
+
+def band_ends(texts: Sequence[str], stable: int) -> list[int]:
+    """Where the bands of a text made of ``texts`` end: after the first ``stable``
+    sections, and after all of them (the changes section and the footer follow)."""
+    first = sum(map(len, texts[:stable]))
+    return [first, first + sum(map(len, texts[stable:]))]
+
+
 STATES = tuple(NodeState)
 KEPT_BUDGETS = 3  # plans kept for this many budgets (most recently used)
 COMPANION_REASON = "left out with its companion (a tool call and its result go together)"
@@ -62,6 +70,7 @@ class Projector:
     """Builds projections of ``graph`` incrementally (see the module docstring)."""
 
     __slots__ = (
+        "_key",
         "_labels_shared",
         "_lock",
         "_mark",
@@ -89,6 +98,7 @@ class Projector:
         # (trace position, entries whose relevance level changed then without a trace)
         self._releveled: list[tuple[int, list[int]]] = []
         self._lock = threading.Lock()
+        self._key = ""  # the cache key of the projection being built
 
     # -- layout -----------------------------------------------------------------------
 
@@ -162,14 +172,20 @@ class Projector:
     # -- projection -------------------------------------------------------------------
 
     def project(
-        self, budget: int, changes: Sequence[Trace] = (), previous: Projection | None = None
+        self,
+        budget: int,
+        changes: Sequence[Trace] = (),
+        previous: Projection | None = None,
+        cache_key: str = "",
     ) -> Projection:
-        """Render the graph into a :class:`Projection` of at most ``budget`` tokens.
+        """Render the graph into a :class:`Projection` of at most ``budget`` tokens
+        (carrying ``cache_key`` as :attr:`Projection.cache_key`).
 
         Projections of one projector run one at a time (a tick on the session's loop and a
         ``project()`` from another thread share its state).
         """
         with self._lock:
+            self._key = cache_key
             try:
                 return self._project(budget, changes, previous)
             finally:
@@ -328,9 +344,8 @@ class Projector:
             known = body.count.prefix(first) if first > 0 else len(body.sections)
         else:
             known = 0
-        stable, broken = stable_prefix(
-            text, tokens, sections, body.all_texts(), previous, self._label, known
-        )
+        texts = body.all_texts()
+        stable, broken = stable_prefix(text, tokens, sections, texts, previous, self._label, known)
         return Projection(
             text,
             tokens,
@@ -339,6 +354,8 @@ class Projector:
             stable_prefix_tokens=stable,
             account=self._account(alloc, body),
             prefix_break=broken,
+            band_ends=band_ends(texts, len(body.texts)),
+            cache_key=self._key,
         )
 
     def _final_count(self, text: str, summed: int, unsafe: int | bool) -> int:
@@ -535,4 +552,6 @@ class Projector:
             scores=account.scores(),
             notes=account.notes(),
             prefix_break=broken,
+            band_ends=band_ends(texts, len(parts)),
+            cache_key=self._key,
         )

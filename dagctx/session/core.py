@@ -22,6 +22,7 @@ Must not import the verb modules of :mod:`dagctx.session` (they derive from this
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -111,6 +112,11 @@ class SessionCore:
             None takes the URL in ``DAGCTX_STORE``, and without one everything stays in
             SQLite files and OS locks under ``<root>/.dagctx``.
 
+    Attributes:
+        cache_key: the prompt cache key its projections carry
+            (:attr:`Projection.cache_key`, OpenAI's ``prompt_cache_key``): ``dagctx-`` and
+            a hash of the resolved root, so a resumed session keeps it.
+
     Raises:
         BudgetError, EncodingError, PathError: bad budget, encoding or root.
         ArgumentError: ``store`` is not a ``postgresql://`` URL.
@@ -144,6 +150,8 @@ class SessionCore:
         if not is_dir:
             raise PathError(f"session root {str(root)!r} is not a directory", path=root)
         self.root = root_path.resolve()
+        digest = hashlib.sha256(os.fsencode(self.root)).hexdigest()
+        self.cache_key = f"dagctx-{digest[:16]}"
         self.counter = TokenCounter(encoding)
         self.encoding = encoding
         self.graph = ContextGraph()
@@ -454,6 +462,7 @@ class SessionCore:
             self.budget,
             changes=self._shown_changes(changes, turn=self.turn),
             previous=self._last_projection,
+            cache_key=self.cache_key,
         )
         self._last_projection = projection
         self.context.add_tokens({"prompt_tokens": projection.tokens})
@@ -486,7 +495,12 @@ class SessionCore:
         limit = self.budget if budget is None else check_budget(budget)
         changes = self._shown_changes(self.graph.traces.since(self._trace_mark.position))
         return build_projection(
-            self.graph, self.cache, limit, changes=changes, previous=self._last_projection
+            self.graph,
+            self.cache,
+            limit,
+            changes=changes,
+            previous=self._last_projection,
+            cache_key=self.cache_key,
         )
 
     def _shown_changes(self, changes: list[Trace], *, turn: int | None = None) -> list[Trace]:
