@@ -11,7 +11,10 @@
 lines emptied, so line numbers stay the file's), and the values found by the
 format-specific detectors of ``detect-secrets`` (AWS, GitHub, GitLab, Slack, Stripe, npm,
 PyPI, OpenAI, JWT, basic-auth URLs, ... and its keyword detector for ``password = "..."``
-style assignments of a long value). Detectors run only on candidate lines (a long run of
+style assignments of a long value; with ``unquoted=True``, for text that is not code —
+command output, notes — also its config-file form, ``NAME=value`` and ``name: value``
+without quotes, which is what ``cat .env`` or ``env`` prints). Detectors run only on
+candidate lines (a long run of
 token characters that mixes letters and digits and is not a hex hash, or names a
 credential; a ``user:password@`` URL; a private key header), found with one regex pass
 over the text, so a file without any costs one scan; the
@@ -124,12 +127,6 @@ def _regex_finder(denylist: Iterable[re.Pattern[str]]) -> Callable[[str], Iterat
 def _detectors() -> tuple[tuple[str, Callable[[str], Iterable[str]]], ...]:
     """(kind, finder) for each detect-secrets detector used, imported on first call."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.filters.heuristic import (
-        is_potential_uuid,
-        is_sequential_string,
-        is_templated_secret,
-    )
-    from detect_secrets.plugins.keyword import KeywordDetector
 
     found: list[tuple[str, Callable[[str], Iterable[str]]]] = []
     classes: dict[str, Any] = get_mapping_from_secret_type_to_class()
@@ -137,12 +134,28 @@ def _detectors() -> tuple[tuple[str, Callable[[str], Iterable[str]]], ...]:
         denylist = getattr(cls, "denylist", None)
         if cls.__name__ not in _NOT_USED and isinstance(denylist, (list, tuple)):
             found.append((kind, _regex_finder(denylist)))
+    found.append((_KEYWORD_KIND, _keyword_finder(unquoted=False)))
+    return tuple(found)
+
+
+@functools.cache
+def _keyword_finder(unquoted: bool) -> Callable[[str], Iterator[str]]:
+    """detect-secrets' keyword detector: quoted assignments (``key = "value"``), or with
+    ``unquoted`` its config-file patterns (``KEY=value``, ``key: value``)."""
+    from detect_secrets.filters.heuristic import (
+        is_potential_uuid,
+        is_sequential_string,
+        is_templated_secret,
+    )
+    from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, KeywordDetector
+
     analyze: Any = KeywordDetector().analyze_string
+    denylist = CONFIG_DENYLIST_REGEX_TO_GROUP if unquoted else None
 
     def keyword(line: str) -> Iterator[str]:
         # Values long enough to be a credential, and not what detect-secrets' heuristics
         # call placeholders (sequences, UUIDs, templates).
-        for value in analyze(line):
+        for value in analyze(line, denylist):
             if (
                 len(value) >= 12
                 and not is_sequential_string(value)
@@ -151,8 +164,7 @@ def _detectors() -> tuple[tuple[str, Callable[[str], Iterable[str]]], ...]:
             ):
                 yield value
 
-    found.append((_KEYWORD_KIND, keyword))
-    return tuple(found)
+    return keyword
 
 
 def _keyword_lines(lines: list[str]) -> list[str]:
@@ -194,8 +206,10 @@ def _candidate_lines(text: str) -> list[str]:
     return list(dict.fromkeys(text[first : starts[first]] for first in sorted(starts)))
 
 
-def redact(text: str) -> tuple[str, Counter[str]]:
-    """``text`` with its secrets replaced, and how many of each kind were replaced.
+def redact(text: str, *, unquoted: bool = False) -> tuple[str, Counter[str]]:
+    """``text`` with its secrets replaced, and how many of each kind were replaced;
+    ``unquoted`` also finds credential-named assignments without quotes (``KEY=value``:
+    for command output and notes, not for code, where it would flag expressions).
 
     A PEM private key block keeps its BEGIN and END lines; its first body line becomes
     ``[REDACTED private key]`` and the other body lines empty. Every occurrence of a
@@ -219,8 +233,11 @@ def redact(text: str) -> tuple[str, Counter[str]]:
     # Each detector scans the candidate lines once, joined (its patterns do not span
     # lines); the keyword detector, the costly one, scans only the lines naming a credential.
     joined, named = ["\n".join(candidates)], _keyword_lines(candidates)
+    finders = [*_detectors()]
+    if unquoted:
+        finders.append((_KEYWORD_KIND, _keyword_finder(unquoted=True)))
     values: dict[str, str] = {}
-    for kind, find in _detectors():
+    for kind, find in finders:
         for part in named if kind == _KEYWORD_KIND else joined:
             for value in find(part):
                 if value and "\n" not in value and len(value) >= 4:

@@ -15,19 +15,25 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
+import dagctx.nodes.shell as shell_module
 import dagctx.nodes.text as text_module
 from dagctx import Session
 from dagctx._lines import split_lines
 from dagctx._secrets import redact, secret_file_reason
 from dagctx.context import Context
+from dagctx.knowledge import KnowledgeStore, Workspace
 from dagctx.tokens import DEFAULT_ENCODING, TokenCounter
-from dagctx.tools import get_file_tools
+from dagctx.tools import ContextTool, get_file_tools, get_graph_tools
+from dagctx.tools.knowledge import add_knowledge, search_knowledge
 from dagctx.watch.scan import scan_tree
 
 GITHUB = "ghp_" + "wWPw5k4aXcaT4fNP0UcnZwJUVFk6LO0pINUx"
@@ -75,6 +81,27 @@ def tree(tmp_path: Path) -> Path:
     )
     (tmp_path / "README.md").write_text("# Demo\nUses GITHUB_TOKEN from the environment.\n")
     return tmp_path
+
+
+def drive_mcp(root: Path, scenario: Callable[[ClientSession], Awaitable[None]]) -> None:
+    """Run ``scenario`` against a real ``dagctx mcp root`` (stdio), bounded in time."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "dagctx.cli", "mcp", str(root)],
+        cwd=str(root),
+        env=dict(os.environ),  # stdio_client passes only a few variables: PYTHONPATH too
+    )
+
+    async def main() -> None:
+        with anyio.fail_after(60), (root.parent / "mcp-stderr.log").open("w") as err:
+            async with (
+                stdio_client(params, errlog=err) as (read, write),
+                ClientSession(read, write) as client,
+            ):
+                await client.initialize()
+                await scenario(client)
+
+    anyio.run(main)
 
 
 def render(root: Path, budget: int = 8000, **options: bool) -> tuple[Session, str]:
@@ -279,3 +306,106 @@ class TestReadFile:
     def test_include_secrets_reads_everything(self, tree: Path) -> None:
         assert self.run(tree, ".env", include_secrets=True) == ENV
         assert self.run(tree, "config.py", include_secrets=True) == CONFIG_PY
+
+
+class TestShellOutput:
+    """A command that prints a secret (``cat .env``) is redacted like a file's content."""
+
+    def test_a_shell_job_printing_a_key_is_redacted_once(
+        self, tree: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        calls: list[int] = []
+        real = shell_module.redact
+
+        def counting(text: str, *, unquoted: bool = False) -> object:
+            calls.append(len(text))
+            return real(text, unquoted=unquoted)
+
+        monkeypatch.setattr(shell_module, "redact", counting)
+        with Session(tree, budget=8000) as session:
+            node = session.wait(session.shell("cat", [".env"]), timeout=30)
+            script = "import sys; sys.stderr.write(open('config.py').read())"
+            both = session.wait(session.shell(sys.executable, ["-c", script]), timeout=30)
+            assert len(calls) == 4  # stdout and stderr of each command, once
+            projection = session.project()
+            for _ in range(3):
+                session.tick()
+            assert len(calls) == 4
+        assert node.status == "completed"
+        assert "AWS_ACCESS_KEY_ID=[REDACTED AWS Access Key]" in projection.text
+        assert "GITHUB_TOKEN=[REDACTED GitHub Token]" in projection.text
+        assert 'STRIPE_KEY = "[REDACTED Stripe Access Key]"' in projection.text
+        for secret in SECRETS:
+            assert secret not in projection.text
+        assert projection.notes[node.id] == (
+            "output: 3 secrets redacted (GitHub Token, Secret Keyword, AWS Access Key)"
+        )
+        assert projection.notes[both.id].startswith("output: 4 secrets redacted (")
+        assert "2 command outputs with secrets redacted" in projection.explain()
+        counter = TokenCounter(DEFAULT_ENCODING)
+        assert projection.tokens == counter.count_exact(projection.text) <= 8000
+
+    def test_the_run_shell_tool_and_a_saved_session_keep_it_redacted(self, tree: Path) -> None:
+        path = tree / "saved.db"
+        with Session(tree, budget=8000) as session:
+            tool = next(t for t in get_graph_tools() if t.name == "run_shell").bind(session)
+            reply = str(asyncio.run(tool.execute(command="cat", args=[".env"])))
+            session.tick()
+            session.save(path)
+        assert "GITHUB_TOKEN=[REDACTED GitHub Token]" in reply and GITHUB not in reply
+        with Session.load(path) as loaded:
+            text = loaded.project().text
+            assert GITHUB not in text and "[REDACTED GitHub Token]" in text
+            assert any(note.startswith("output: ") for note in loaded.project().notes.values())
+
+    def test_include_secrets_shows_the_output(self, tree: Path) -> None:
+        with Session(tree, budget=8000, include_secrets=True) as session:
+            node = session.wait(session.shell("cat", [".env"]), timeout=30)
+            projection = session.project()
+        assert GITHUB in projection.text and AWS_ID in projection.text
+        assert node.id not in projection.notes
+
+
+class TestKnowledge:
+    """What the knowledge tools store and find is redacted: ``add_knowledge`` text and
+    files, and the repository docs ``dagctx mcp`` indexes (a real ``dagctx mcp``)."""
+
+    def test_dagctx_mcp_search_never_returns_a_secret(self, tree: Path) -> None:
+        (tree / "docs").mkdir()
+        (tree / "docs" / "deploy.md").write_text(
+            f"# Deploy\n\nThe zeppelin deploy uses AWS_ACCESS_KEY_ID={AWS_ID} today.\n"
+        )
+        replies: dict[str, str] = {}
+
+        async def scenario(client: ClientSession) -> None:
+            for name, arguments in (
+                ("add", {"name": "ops", "text": f"blimp token: {GITHUB}\n"}),
+                ("add_file", {"name": "cfg", "path": "config.py"}),
+            ):
+                result = await client.call_tool("add_knowledge", arguments)
+                replies[name] = str(result.content[0].text)  # type: ignore[union-attr]
+            for query in ("zeppelin deploy", "blimp token", "GITHUB_TOKEN"):
+                result = await client.call_tool("search_knowledge", {"query": query})
+                replies[query] = str(result.content[0].text)  # type: ignore[union-attr]
+            result = await client.call_tool("get_knowledge", {"name": "ops"})
+            replies["get"] = str(result.content[0].text)  # type: ignore[union-attr]
+
+        drive_mcp(tree, scenario)
+        assert "AWS_ACCESS_KEY_ID=[REDACTED AWS Access Key]" in replies["zeppelin deploy"]
+        assert "blimp token: [REDACTED GitHub Token]" in replies["blimp token"]
+        assert 'GITHUB_TOKEN = "[REDACTED GitHub Token]"' in replies["GITHUB_TOKEN"]
+        assert "; 1 secret redacted (GitHub Token);" in replies["add"]
+        assert "; 4 secrets redacted (" in replies["add_file"]
+        for reply in replies.values():
+            assert all(secret not in reply for secret in SECRETS), reply
+
+    def test_include_secrets_stores_them(self, tree: Path) -> None:
+        ctx = Context("t")
+        store = KnowledgeStore()
+        ctx.state.set("workspace", Workspace("w", knowledge_store=store))
+        ctx.state.set("knowledge_store", store)
+        ctx.state.set("include_secrets", True)
+        tool = ContextTool(add_knowledge).bind(ctx)
+        reply = str(asyncio.run(tool.execute(name="ops", text=f"blimp token: {GITHUB}\n")))
+        assert "redacted" not in reply
+        assert GITHUB in search_knowledge(ctx, "blimp token")

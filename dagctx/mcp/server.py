@@ -24,7 +24,8 @@ A client of ``dagctx mcp [PATH]`` gets:
   each batch of file changes is one tick. The repository's own docs (`DOC_FILES`: the
   README and ``docs/**/*.md``) are added to the knowledge workspace after the scan, under
   their relative paths, and added again when they change, so the knowledge tools find
-  them from the start.
+  them from the start. They are read as ``read_file`` reads, so secrets in them are
+  redacted (once per change) unless the session includes secrets.
 
 The session is not thread-safe and its verbs block (a tick, the projection of a large
 graph, ``run_shell``'s short wait), so each request and each tick of the watcher runs in

@@ -12,6 +12,14 @@ running → completed / failed / timeout / cancelled; ``completed`` means exit c
 
 Renders: COLLAPSED ``$ cmd args → status (exit 0, 0.2 s)``; SUMMARY adds the last output
 lines; DETAILS the capped stdout and stderr; ALL adds cwd, environment and timing.
+
+Secrets (``include_secrets=False``, the default; ``Session.shell`` passes the session's
+setting): the captured output is redacted once, when the result is applied
+(:func:`dagctx._secrets.redact`, unquoted ``KEY=value`` assignments included, which is
+what ``cat .env`` or ``env`` prints), so the node holds, renders and saves only the redacted
+text (the projection's budget counts that) and :meth:`ShellNode.safety_note` says what was
+replaced (``output: 1 secret redacted (AWS Access Key)``, in ``Projection.notes`` and
+``explain()``).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from typing import Any, ClassVar
 
 from dagctx._lines import split_lines
 from dagctx._quote import fence
+from dagctx._secrets import describe, redact
 from dagctx._validate import is_finite, is_int
 from dagctx.errors import ShellError
 from dagctx.nodes.base import Node, NodeState
@@ -51,8 +60,10 @@ class ShellNode(Node):
         "env",
         "error",
         "exit_code",
+        "include_secrets",
         "output_cap",
         "pid",
+        "redacted",
         "shell",
         "signal",
         "started_at",
@@ -76,9 +87,11 @@ class ShellNode(Node):
         timeout: float | None = DEFAULT_TIMEOUT,
         shell: bool = False,
         output_cap: int = DEFAULT_OUTPUT_CAP,
+        include_secrets: bool = False,
         **node_fields: Any,
     ) -> None:
         """Describe a command; nothing runs until ``Session.shell`` submits it.
+        ``include_secrets`` keeps secrets in the output unredacted.
 
         Raises:
             ShellError: ``cmd``, ``args``, ``env``, ``timeout``, ``shell`` or ``output_cap``
@@ -94,6 +107,8 @@ class ShellNode(Node):
             raise ShellError(f"shell must be True or False, got {shell!r}", value=shell)
         self.shell = shell
         self.output_cap = _check_cap(output_cap)
+        self.include_secrets = bool(include_secrets)
+        self.redacted: str | None = None  # what redaction replaced in the output
         self.status: ShellStatus = "pending"
         self.pid: int | None = None
         self.started_at: float | None = None
@@ -139,7 +154,8 @@ class ShellNode(Node):
         self.mark_changed(f"running (pid {pid})")
 
     def apply_result(self, result: CommandResult) -> None:
-        """Adopt how the command ended. Ignored if the node already shows a final status."""
+        """Adopt how the command ended, its output redacted unless ``include_secrets``.
+        Ignored if the node already shows a final status."""
         if self.finished:
             return
         self.status = result.status
@@ -150,6 +166,11 @@ class ShellNode(Node):
         )
         self.started_at = result.started_at if result.started_at is not None else self.started_at
         self.stdout, self.stderr = result.stdout, result.stderr
+        if not self.include_secrets:
+            self.stdout, found = redact(self.stdout, unquoted=True)
+            self.stderr, in_stderr = redact(self.stderr, unquoted=True)
+            found.update(in_stderr)
+            self.redacted = f"output: {describe(found)}" if found else None
         self.stdout_bytes, self.stderr_bytes = result.stdout_bytes, result.stderr_bytes
         self.stdout_cut, self.stderr_cut = result.stdout_cut, result.stderr_cut
         self.error = result.error
@@ -159,6 +180,10 @@ class ShellNode(Node):
 
     def label(self) -> str:
         return f"$ {self.command_line}"
+
+    def safety_note(self) -> str | None:
+        """What redaction replaced in the output, or None."""
+        return self.redacted
 
     def _outcome(self) -> str:
         """``completed (exit 0, 0.2 s)``, ``timeout (signal SIGTERM, 30.1 s)``, ..."""
@@ -251,6 +276,8 @@ class ShellNode(Node):
             "timeout": self.timeout,
             "shell": self.shell,
             "output_cap": self.output_cap,
+            "include_secrets": self.include_secrets,
+            "redacted": self.redacted,
             "status": self.status,
             "pid": self.pid,
             "started_at": self.started_at,
@@ -278,7 +305,10 @@ class ShellNode(Node):
             timeout=data.get("timeout", DEFAULT_TIMEOUT),
             shell=data.get("shell", False),
             output_cap=data.get("output_cap", DEFAULT_OUTPUT_CAP),
+            include_secrets=data.get("include_secrets") is True,
         )
+        redacted = data.get("redacted")
+        node.redacted = redacted if isinstance(redacted, str) else None
         status = data.get("status", "pending")
         if status not in FINAL_STATUSES | {"pending", "running"}:
             raise ShellError(f"unknown shell status {status!r}", value=status)

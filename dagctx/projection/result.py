@@ -257,10 +257,14 @@ class Projection:
         )
         if notes:
             withheld = sum(1 for note in notes.values() if note.startswith("withheld: "))
+            outputs = sum(1 for note in notes.values() if note.startswith("output: "))
+            files = len(notes) - withheld - outputs
+            more = (
+                f", {counted(outputs, 'command output')} with secrets redacted" if outputs else ""
+            )
             lines.append(
-                f"secrets: {withheld} secret-bearing files withheld, {len(notes) - withheld}"
-                " files with secrets redacted (include_secrets=True or --include-secrets"
-                " shows them)"
+                f"secrets: {withheld} secret-bearing files withheld, {files} files with secrets"
+                f" redacted{more} (include_secrets=True or --include-secrets shows them)"
             )
         return "\n".join(lines)
 

@@ -79,7 +79,8 @@ class JobVerbs(SessionCore):
         in ``cwd`` (default: the session root), with ``env`` added to the inherited
         environment, in its own process group, killed with its children after ``timeout``
         seconds (``None``: no limit). Each of stdout and stderr keeps at most
-        ``output_cap`` bytes (head and tail, with a marker where bytes were cut).
+        ``output_cap`` bytes (head and tail, with a marker where bytes were cut). Secrets in
+        the output are redacted unless the session was made with ``include_secrets``.
 
         Raises:
             ShellError: a malformed argument (non-string cmd, bad args/env, timeout <= 0).
@@ -90,7 +91,7 @@ class JobVerbs(SessionCore):
         where = self.root if cwd is None else self.resolve_path(cwd)[0]
         node = ShellNode(
             cmd, args, cwd=where, env=env, timeout=timeout, shell=shell, output_cap=output_cap,
-            state=state, priority=priority,
+            include_secrets=self.include_secrets, state=state, priority=priority,
         )  # fmt: skip
         self.add(node, parent=parent)
         self._jobs.start_shell(node)

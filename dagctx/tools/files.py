@@ -38,6 +38,16 @@ def read_file(ctx: Context, path: str) -> str:
     Args:
         path: Relative path to the file within the working directory.
     """
+    text = read_unredacted(ctx, path)
+    if isinstance(text, Refusal) or ctx.state.get(INCLUDE_SECRETS_KEY) is True:
+        return text
+    return redact(text)[0]
+
+
+def read_unredacted(ctx: Context, path: str) -> str:
+    """What `read_file` reads, before secrets in the content are redacted (a
+    secret-bearing file is refused all the same): for callers that redact it themselves
+    and report what was replaced."""
     working_dir = ctx.state.get(WORKING_DIR_KEY)
     if working_dir is None:
         return Refusal("No working directory is set for this context (ctx.state['working_dir']).")
@@ -93,7 +103,7 @@ def read_file(ctx: Context, path: str) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return Refusal(f"Refused {path!r}: it looks like a binary file (not valid UTF-8 text).")
-    return text if include_secrets else redact(text)[0]
+    return text
 
 
 def _too_large(path: str, size: str) -> Refusal:

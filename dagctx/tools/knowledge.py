@@ -3,7 +3,10 @@
 ``add_knowledge`` stores a note (text, or a file under ``ctx.state["working_dir"]`` read
 as ``read_file`` reads it) as the next version of an artifact in the workspace, whose
 knowledge store indexes it; it is not one of `get_knowledge_tools` (which only read), so a
-host chooses to offer it (``dagctx mcp`` does).
+host chooses to offer it (``dagctx mcp`` does). Secrets in what it stores are redacted
+once, before the write (:func:`dagctx._secrets.redact`, the rule of ``read_file`` and the
+projection), unless ``ctx.state["include_secrets"]`` is true; its answer says how many,
+so the workspace, the knowledge store and every search hold only the redacted text.
 
 ``get_knowledge`` and ``grep_knowledge`` use the `Workspace` in ``ctx.state["workspace"]``;
 ``search_knowledge`` uses the `KnowledgeStore` in ``ctx.state["knowledge_store"]``. A
@@ -26,11 +29,12 @@ import regex
 
 from dagctx._lines import split_lines
 from dagctx._regex import PatternTooLargeError, compile_bounded
+from dagctx._secrets import describe, redact
 from dagctx.context import Context
 from dagctx.errors import KnowledgeError, ToolError
 from dagctx.knowledge import KnowledgeStore, Workspace, tokenize
 from dagctx.tools.base import ContextTool, Refusal
-from dagctx.tools.files import read_file
+from dagctx.tools.files import INCLUDE_SECRETS_KEY, read_unredacted
 
 __all__ = [
     "add_knowledge",
@@ -176,17 +180,22 @@ async def add_knowledge(ctx: Context, name: str, text: str = "", path: str = "")
         return workspace
     if bool(text) == bool(path):
         return Refusal("Give either text or path (a file in the working directory), not both.")
-    content = read_file(ctx, path) if path else text
+    content = read_unredacted(ctx, path) if path else text
     if isinstance(content, Refusal):
         return content
+    redacted = ""
+    if ctx.state.get(INCLUDE_SECRETS_KEY) is not True:
+        # A note is not code: unquoted KEY=value assignments are secrets there too.
+        content, found = redact(content, unquoted=not path)
+        redacted = f"; {describe(found)}" if found else ""
     try:
         artifact = await workspace.write(name, content)
     except KnowledgeError as exc:
         return Refusal(f"add_knowledge failed: {exc}")
     lines = len(split_lines(content))
     return (
-        f"Stored {name!r} (version {artifact.version}, {lines} {_plural(lines, 'line')});"
-        " the knowledge tools find it now."
+        f"Stored {name!r} (version {artifact.version}, {lines} {_plural(lines, 'line')})"
+        f"{redacted}; the knowledge tools find it now."
     )
 
 
