@@ -207,6 +207,23 @@ class TestBreadthBeforeDepth:
         assert len(partial) >= 2, p.explain()  # outlines (or cuts, where those fit better)
         assert shown["tests/test_shell.py"] == NodeState.COLLAPSED, p.explain()
 
+    def test_the_fill_reopens_a_collapsed_directory_to_show_its_files(self, tmp_path: Path) -> None:
+        # The degrade collapses lib/ (its files first, then the directory); the fill
+        # brings it straight back to DETAILS, so its files get outlines, rather than to a
+        # SUMMARY listing their names that the fill cannot look into.
+        (tmp_path / "lib").mkdir()
+        (tmp_path / "main.py").write_text(filler("restore", 80))
+        for name in "abc":
+            (tmp_path / "lib" / f"{name}.py").write_text(filler(name, 40))
+        with Session(tmp_path, budget=800) as s:
+            s.text("main.py", priority=50)
+            files = [s.text(f"lib/{name}.py", priority=30) for name in "abc"]
+            lib = s.group(*files, title="lib/", priority=30, state=NodeState.DETAILS)
+            p = s.tick().projection
+        shown = {x.node_id: x.rendered_state for x in p.sections}
+        assert shown[lib.id] == NodeState.DETAILS, p.explain()
+        assert all(shown[f.id] >= NodeState.SUMMARY for f in files), p.explain()
+
     @settings(
         max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
     )

@@ -332,9 +332,20 @@ class Allocation:
         return d, d, 1
 
     def _next(self, i: int, state: int) -> int:
-        """The level a fill upgrade takes entry ``i`` to from ``state`` (an omitted node
-        comes back at its floor, not below its ``min_state``)."""
-        return self.sa[i] if state == OMIT else state + 1
+        """The level a fill upgrade takes entry ``i`` to from ``state``: an omitted node
+        comes back at its floor (not below its ``min_state``); a collapsed container goes
+        straight to the lowest level that shows its children (a directory re-opens with
+        its files at their floor, which the fill can raise in turn, rather than showing
+        a summary the fill cannot look into)."""
+        if state == OMIT:
+            return self.sa[i]
+        if self.kids[i]:
+            expands = self.layout.nodes[i].expands_at
+            if state not in expands:
+                for s in range(state + 1, self.layout.requested[i] + 1):
+                    if s in expands:
+                        return s
+        return state + 1
 
     def _up_key(self, i: int) -> int:
         """The fill tree's key of entry ``i``: :meth:`_up`, or -INF while the level it
