@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench bench-quick bench-relevance bench-relevance-quick lint clean
+.PHONY: run test bench bench-stores bench-quick bench-relevance bench-relevance-quick lint clean
 
 RUN_STAMP := $(VENV)/.installed-run
 
@@ -46,6 +46,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# Claims and locks, SQLite vs PostgreSQL over loopback (starts a throwaway server).
+bench-stores: $(STAMP)
+	sh scripts/ensure_postgres.sh
+	$(BIN)/python -m benchmarks.bench_stores
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks --quick
