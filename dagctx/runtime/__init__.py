@@ -2,5 +2,6 @@
 
 :mod:`.processes` runs one command in its own process group (capped output, timeout,
 kill of the whole group); :mod:`.coordination` keeps the work claims that agents sharing a
-tree all see. Neither knows about nodes, graphs or sessions.
+tree all see (in SQLite), :mod:`.coordination_pg` those of agents on several machines (in
+PostgreSQL). None of them knows about nodes, graphs or sessions.
 """
