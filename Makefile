@@ -36,9 +36,11 @@ $(AIDER_STAMP): pyproject.toml $(STAMP)
 run: $(RUN_STAMP)
 	$(BIN)/dagctx watch . --budget 8000
 
-# The tests start a throwaway PostgreSQL server; the script installs one when missing.
+# The tests start a throwaway PostgreSQL server and drive the viz page in a headless
+# Chromium; the scripts install each when missing (and do nothing when present).
 test: $(STAMP)
 	sh scripts/ensure_postgres.sh
+	sh scripts/ensure_chromium.sh
 	$(BIN)/ruff check dagctx tests benchmarks
 	$(BIN)/ruff format --check dagctx tests benchmarks
 	$(BIN)/mypy dagctx

@@ -203,3 +203,10 @@ class TestTreemap:
         assert folder_of("a/b/c.py") == "a/b"
         assert folder_of("a/b/") == "a/b"
         assert folder_of("README.md") == ""
+
+    def test_a_folder_of_one_is_drawn_as_its_item(self) -> None:
+        root: Folder[str] = Folder()
+        root.add("", "big", 10_000)
+        root.add("tiny/deeper", "alone", 1)
+        boxes = layout(root, Rect(0, 0, 400, 300), 1.0)
+        assert [(b.item, b.weight) for b in boxes] == [("big", 10_000), ("alone", 1)]

@@ -1,5 +1,5 @@
 """The ``dagctx`` command: one module per subcommand (:mod:`.render`, :mod:`.watch`,
-:mod:`.mcp`), each adding its parser with ``add_parser`` and running it with ``run``.
+:mod:`.viz`, :mod:`.mcp`), each adding its parser with ``add_parser`` and running it with ``run``.
 
 Every failure the user can cause (a bad argument, an unreadable path, a bad budget or
 encoding) is reported as one line on stderr with a non-zero exit, never a traceback. A
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from dagctx.cli import mcp, render, watch
+from dagctx.cli import mcp, render, viz, watch
 from dagctx.errors import DagctxError
 
 EXIT_USAGE = 2
@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="dagctx", description="A budgeted context DAG for LLM agents.")
     parser.add_argument("--version", action=_Version, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for command in (render, watch, mcp):
+    for command in (render, watch, viz, mcp):
         command.add_parser(commands)
     return parser
 

@@ -46,3 +46,25 @@ def add_secrets(parser: argparse.ArgumentParser) -> None:
         help="show .env files, private keys, certificates and credential files, and leave"
         " secrets in file content unredacted (default: withheld and redacted)",
     )
+
+
+def add_viz(parser: argparse.ArgumentParser, *, always: bool = False) -> None:
+    """Add ``--port`` of the live viz page (and ``--viz`` unless ``always``)."""
+    if not always:
+        parser.add_argument(
+            "--viz", action="store_true", help="also serve the live viz page (see dagctx viz)"
+        )
+    parser.add_argument(
+        "--port", type=port, default=0, help="port of the viz page on 127.0.0.1 (default: any free)"
+    )
+
+
+def port(value: str) -> int:
+    """An argparse type: a TCP port 0-65535 (0: any free port)."""
+    try:
+        parsed = int(value)
+    except ValueError:
+        parsed = -1
+    if not 0 <= parsed <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be an integer 0-65535, got {value!r}")
+    return parsed

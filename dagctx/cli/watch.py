@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dagctx.cli._options import add_budget, add_encoding, add_secrets
+from dagctx.cli._options import add_budget, add_encoding, add_secrets, add_viz
 
 
 def add_parser(commands: Any) -> None:
@@ -22,6 +22,7 @@ def add_parser(commands: Any) -> None:
         " shared by agents on several machines (default: $DAGCTX_STORE, else SQLite files"
         " under PATH/.dagctx)",
     )
+    add_viz(parser)
     add_encoding(parser)
     add_secrets(parser)
     parser.set_defaults(run=run)

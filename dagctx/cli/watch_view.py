@@ -30,6 +30,9 @@ reported, and the next tick tries again). ``PATH/.dagctx`` holds a ``.gitignore`
 the state goes to a directory of its own under ``$XDG_STATE_HOME/dagctx`` instead, and
 the first line on stderr says where (:func:`state_location`).
 
+With ``--viz`` (and as ``dagctx viz``) each tick is also shown on the live page of
+:class:`dagctx.viz.server.VizServer`, served on 127.0.0.1 from the first tick on.
+
 File tracking lives in :mod:`dagctx.watch.loop`; this module only renders and writes.
 """
 
@@ -510,6 +513,7 @@ async def _watch(
     saver: SessionSaver,
     writes: WriteReporter,
     ctrl_c: CtrlC,
+    viz: Callable[[TickResult], None] | None = None,
 ) -> None:
     task = asyncio.current_task()
     if task is not None:
@@ -528,6 +532,8 @@ async def _watch(
             else:
                 writes.succeeded()
                 view.update(result, seconds)
+            if viz is not None:
+                viz(result)
             saver.save_if_due()
 
 
@@ -615,8 +621,10 @@ def run_watch(args: argparse.Namespace) -> int:
     console = Console()
     progress = ScanProgress(console)
 
+    command = f"dagctx {args.command}" if getattr(args, "command", None) else "dagctx watch"
+
     def notice(line: str) -> None:
-        print(f"dagctx watch: {line}", file=sys.stderr, flush=True)
+        print(f"{command}: {line}", file=sys.stderr, flush=True)
 
     get_encoding(args.encoding)  # an unknown encoding fails before any notice
     store = getattr(args, "store", None)
@@ -656,8 +664,9 @@ def run_watch(args: argparse.Namespace) -> int:
             else:
                 view = LogView(session, outputs, lambda line: print(line, flush=True))
             writes = WriteReporter(notice)
+            viz = _viz_page(session, args.port, notice) if getattr(args, "viz", False) else None
             try:
-                asyncio.run(_watch(session, outputs, view, progress, saver, writes, ctrl_c))
+                asyncio.run(_watch(session, outputs, view, progress, saver, writes, ctrl_c, viz))
             finally:
                 view.close()
         except (KeyboardInterrupt, asyncio.CancelledError):
@@ -666,3 +675,32 @@ def run_watch(args: argparse.Namespace) -> int:
             progress.close()
             saver.save_at_exit()
     return 0
+
+
+def _viz_page(
+    session: Session, port: int, notice: Callable[[str], None]
+) -> Callable[[TickResult], None]:
+    """``--viz``: a callback for each tick that shows it on the live page
+    (:class:`dagctx.viz.server.VizServer`); the first call starts the server on this
+    loop, on 127.0.0.1:``port``, and ``notice`` prints its URL."""
+    from dagctx.viz.server import VizServer
+
+    server = VizServer(session, title=str(session.root))
+    tasks: list[asyncio.Task[None]] = []
+
+    def show(result: TickResult) -> None:
+        server.publish(result)
+        if not tasks:
+            ready = lambda url: notice(f"viz page at {url}")  # noqa: E731
+            tasks.append(asyncio.create_task(server.serve(port, ready)))
+            tasks[0].add_done_callback(_report_failure(notice))
+
+    return show
+
+
+def _report_failure(notice: Callable[[str], None]) -> Callable[[asyncio.Task[None]], None]:
+    def done(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            notice(f"the viz page stopped: {task.exception()}")
+
+    return done

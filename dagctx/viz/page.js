@@ -12,6 +12,19 @@
   }
   function show(id) {
     selected = id;
+    let html = '<div id=panel-head></div>';
+    if (DAGCTX.live) {
+      html += '<p id=verbs>' + ['collapsed', 'summary', 'details', 'all'].map(function (s) {
+        return '<button data-state="' + s + '">' + s + '</button>';
+      }).join('') + '<button data-state="hidden">hide</button></p>' +
+        '<p id=verb-result></p><div id=node-more>loading…</div>';
+    }
+    panel.innerHTML = html;
+    refresh();
+  }
+  // The selected node's figures from the (new) view, and its panel data from the server.
+  function refresh() {
+    const id = selected;
     document.querySelectorAll('#treemap .selected').forEach(function (g) {
       g.classList.remove('selected');
     });
@@ -29,14 +42,7 @@
       if (row) html += field('shown', 'not in the projection (' +
         row.cells[row.cells.length - 2].textContent + ')');
     }
-    html += '</dl>';
-    if (DAGCTX.live) {
-      html += '<p id=verbs>' + ['collapsed', 'summary', 'details', 'all'].map(function (s) {
-        return '<button data-state="' + s + '">' + s + '</button>';
-      }).join('') + '<button data-state="hidden">hide</button></p>' +
-        '<p id=verb-result></p><div id=node-more>loading…</div>';
-    }
-    panel.innerHTML = html;
+    document.getElementById('panel-head').innerHTML = html + '</dl>';
     if (DAGCTX.live) more(id);
   }
   function more(id) {
@@ -77,7 +83,7 @@
       view.innerHTML = update.view;
       status.textContent = 'turn ' + update.turn + ' · updated ' + new Date().toLocaleTimeString();
       document.body.dataset.turn = update.turn;
-      if (selected) show(selected);
+      if (selected) refresh();
     });
     events.onerror = function () { status.textContent = 'disconnected; retrying…'; };
   }

@@ -122,7 +122,7 @@ def layout(root: Folder[T], rect: Rect, min_area: float) -> list[Box[T]]:
 
     Items and folders whose share of their parent's area is below ``min_area`` are drawn
     together as one aggregate box (when there are at least two of them); so is a folder
-    too small to show a title strip.
+    too small to show a title strip. A folder holding one item is drawn as that item.
     """
     return list(_layout(root, rect, min_area))
 
@@ -147,7 +147,10 @@ def _layout(folder: Folder[T], rect: Rect, min_area: float) -> Iterator[Box[T]]:
         weights.append(sum(e[0] for e in small))
     rects = squarify(weights, rect)
     for (weight, sub, item), box in zip(entries, rects, strict=False):
-        if sub is None:
+        if sub is not None and sub.count() == 1:  # a folder of one: draw the item itself
+            item = _only_item(sub)
+            yield Box(box, weight, sub.path, item)
+        elif sub is None:
             yield Box(box, weight, folder.path, item)
         elif box.w < 4 * HEADER or box.h < 2 * HEADER:
             yield Box(box, weight, sub.path, None, sub.count())
@@ -160,3 +163,9 @@ def _layout(folder: Folder[T], rect: Rect, min_area: float) -> Iterator[Box[T]]:
     if aggregate:
         count = sum(1 if sub is None else sub.count() for _, sub, _ in small)
         yield Box(rects[-1], weights[-1], folder.path, None, count)
+
+
+def _only_item(folder: Folder[T]) -> T:
+    while not folder.items:
+        folder = next(iter(folder.folders.values()))
+    return folder.items[0][0]
