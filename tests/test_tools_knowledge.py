@@ -89,7 +89,9 @@ class TestGrepKnowledge:
         result = run(tools(ctx)["grep_knowledge"], name="evil", pattern=r"(a|aa)+$")
         elapsed = time.monotonic() - started
         assert "took longer than" in result and "simpler pattern" in result
-        assert elapsed < GREP_TIMEOUT + 2
+        # Unstopped, this match takes longer than the age of the universe; the margin only
+        # absorbs a loaded machine's scheduling, it does not hide a hang.
+        assert elapsed < GREP_TIMEOUT + 20
 
     def test_many_matches_are_capped_and_counted(self, ctx: Context) -> None:
         ctx.state["workspace"].write_sync("log", "".join(f"hit {i}\n" for i in range(250)))
