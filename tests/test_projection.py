@@ -84,7 +84,7 @@ class TestDegradation:
             assert "left out" in p.text
             shown = {x.node_id for x in p.sections}
             assert shown | set(p.omitted) == {n.id for n in nodes}
-            assert p.explain().count("OMITTED") == len(p.omitted)
+            assert p.explain(full=True).count("OMITTED") == len(p.omitted)
 
     def test_collapsed_group_covers_its_children(self, tmp_path: Path) -> None:
         names = write_files(tmp_path, 20)

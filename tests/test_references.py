@@ -130,7 +130,7 @@ class TestRankingOnAFixtureRepository:
         for i in range(12):
             other = scores[f"app/util_{i:02}.py"]
             assert other.graph == 0 and other.level < headers.level and other.level < views.level
-        assert "graph" in p.explain() and f"×{GRAPH_WEIGHT:g}" in p.explain()
+        assert "graph" in p.explain(full=True) and f"×{GRAPH_WEIGHT:g}" in p.explain(full=True)
 
     def test_an_edited_file_seeds_the_graph(self, tmp_path: Path) -> None:
         root = make_repo(tmp_path)

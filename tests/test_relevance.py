@@ -163,7 +163,7 @@ class TestRanking:
 
     def test_explain_shows_each_nodes_level_and_parts(self, repo: Path) -> None:
         p = render(repo, 900, "how are checkpoints restored")
-        table = p.explain()
+        table = p.explain(full=True)
         line = next(row for row in table.splitlines() if "pkg/checkpoint.py" in row)
         assert "level 179 = lexical" in line and "(bucket 8) + tier 19" in line
         assert p.scores[next(k for k, v in p.labels.items() if v == "pkg/")].inherited

@@ -239,7 +239,7 @@ def check(s: Session, p: Projection, budget: int, pairs: list[tuple[str, str]]) 
     accounted = {x.node_id for x in p.sections} | set(p.omitted)
     assert visible_ids(s) <= accounted
     assert not shown & set(p.omitted)
-    assert p.explain().count("OMITTED") == len(p.omitted)
+    assert p.explain(full=True).count("OMITTED") == len(p.omitted)
     # Issue 14 item 12: the projection is data, in the user role; the system role holds
     # only dagctx's fixed instructions.
     assert p.to_messages() == (

@@ -426,7 +426,7 @@ class TestCommand:
         assert account["text"] == text
         assert account["turn"] == 1 and account["budget"] == 2000
         assert {s["node_id"] for s in account["sections"]} >= {"text_1", "group_1"}
-        assert account["explain"].splitlines()[0].split()[:2] == ["node", "label"]
+        assert account["explain"].splitlines()[0] == "by rendered state:"
         assert sorted(p.name for p in state.iterdir()) == OUTPUTS
         assert "projection.md" in capsys.readouterr().out
 

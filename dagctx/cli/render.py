@@ -18,7 +18,14 @@ def add_parser(commands: Any) -> None:
     add_encoding(parser)
     add_secrets(parser)
     parser.add_argument("--focus", help="what the task is about: ranks the files against it")
-    parser.add_argument("--explain", action="store_true", help="token table on stderr")
+    parser.add_argument(
+        "--explain",
+        nargs="?",
+        const="summary",
+        metavar="full|GLOB",
+        help="where the tokens went, on stderr: a summary; =full every node;"
+        " =GLOB the nodes whose path or id matches",
+    )
     parser.add_argument("--format", choices=("text", "json", "messages"), default="text")
     parser.set_defaults(run=run)
 
@@ -46,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(projection.to_messages(), indent=2, ensure_ascii=False))
     else:
         sys.stdout.write(projection.text)
-    if args.explain:
+    if args.explain == "summary":
         print(projection.explain(), file=sys.stderr)
+    elif args.explain == "full":
+        print(projection.explain(full=True), file=sys.stderr)
+    elif args.explain:
+        print(projection.explain(nodes=args.explain), file=sys.stderr)
     return 0

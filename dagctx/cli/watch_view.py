@@ -2,8 +2,9 @@
 
 After each tick the projection is written atomically (:func:`dagctx._fs.write_atomic`: a
 temporary file in the same directory, fsynced, then renamed) to ``--out`` (default
-``PATH/.dagctx/projection.md``) and to ``PATH/.dagctx/projection.json`` (sections, changes
-and the explain table), so a reader never sees a half-written file. On a terminal the
+``PATH/.dagctx/projection.md``) and to ``PATH/.dagctx/projection.json`` (sections and nodes
+left out with their paths, changes and the explain summary; rewritten only when it
+changed), so a reader never sees a half-written file. On a terminal the
 first scan of a large tree shows a progress bar and the status is a rich ``Live`` panel;
 otherwise each tick is one plain log line. Ctrl-C (or SIGTERM) stops cleanly with exit
 status 0 and no temporary files, within a fraction of a second even during the first scan
@@ -50,7 +51,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import aclosing, contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -116,6 +117,9 @@ class Outputs:
     json: Path
     state: Path
     written: tuple[Path, ...] = ()
+    #: The account last written to ``json`` (without turn and duration), in a box: the
+    #: outputs are otherwise fixed for the watch's life.
+    account_written: list[str] = field(default_factory=lambda: [""], compare=False, repr=False)
 
     @classmethod
     def for_session(cls, session: Session, out: str | None, state: Path | None = None) -> Outputs:
@@ -163,7 +167,11 @@ class Outputs:
 
     def write(self, session: Session, result: TickResult) -> float:
         """Write the text, then its account, each atomically; return the seconds it took.
-        A directory that vanished is made again first.
+        The account (``projection.json``: :meth:`Projection.to_dict`, the tick's changes
+        and the explain summary) is written only when something in it other than the turn
+        and the tick's duration changed since this watch last wrote it, so a tick that
+        changed nothing costs no rewrite of a large file. A directory that vanished is
+        made again first.
 
         Raises:
             OSError: a write failed (the file that was there stays as it was).
@@ -174,8 +182,6 @@ class Outputs:
         projection = result.projection
         write_atomic(self.markdown, projection.text, mode=0o644)  # first: what agents read
         account: dict[str, Any] = {
-            "turn": result.turn,
-            "tick_ms": round(result.duration * 1000, 3),
             **projection.to_dict(),
             "changes": [
                 {
@@ -190,7 +196,11 @@ class Outputs:
             "explain": projection.explain(),
         }
         # Compact: json's C encoder is used only without indent (several times faster).
-        write_atomic(self.json, json.dumps(account, ensure_ascii=False), mode=0o644)
+        body = json.dumps(account, ensure_ascii=False)
+        if body != self.account_written[0] or not self.json.exists():
+            tick = {"turn": result.turn, "tick_ms": round(result.duration * 1000, 3)}
+            write_atomic(self.json, json.dumps(tick)[:-1] + ", " + body[1:], mode=0o644)
+            self.account_written[0] = body
         return time.perf_counter() - started
 
 

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
-from dagctx._plural import counted
 from dagctx.nodes.base import NodeState
 from dagctx.projection.messages import CONTEXT_INSTRUCTIONS, Provider, request
 from dagctx.projection.relevance import Score
@@ -204,69 +203,23 @@ class Projection:
             f" {len(self.omitted)} left out>"
         )
 
-    def explain(self) -> str:
-        """A plain-text table: each node's states, tokens, relevance score with its parts,
-        why it was degraded or left out, and what it holds back for safety (a withheld
-        secret-bearing file, redacted secrets; also counted on a last line). The totals
-        line gives the stable prefix and what ended it (:attr:`prefix_break`)."""
-        labels, reasons, scores, notes = self.labels, self.reasons, self.scores, self.notes
+    def explain(self, full: bool = False, nodes: str | None = None) -> str:
+        """Where the tokens went, as text (see :mod:`dagctx.projection.explain`).
 
-        def score(node_id: str) -> str:
-            found = scores.get(node_id)
-            return found.describe() if found is not None else ""
+        By default a summary that stays a screenful at any size: tokens and nodes by
+        rendered state and by directory, the top nodes by tokens with their relevance
+        score, the degraded, left-out and held-back (secrets) nodes grouped by directory
+        and reason with counts. With ``full`` a table of every node: its states, tokens,
+        relevance score with its parts, why it was degraded or left out, and what it holds
+        back for safety; ``nodes`` (a glob over labels and ids, ``*`` crossing ``/``)
+        gives that table for the nodes it matches. Both end with the totals line (the
+        stable prefix and what ended it, :attr:`prefix_break`) and, when a node holds
+        something back, a line counting withheld and redacted files."""
+        from dagctx.projection.explain import full_table, summary
 
-        rows = [("node", "label", "requested", "rendered", "tokens", "why", "score")]
-        for s in self.sections:
-            why = reasons.get(s.node_id, "")
-            if s.reference:
-                why = "reference to a node shown earlier"
-            elif s.node_id in notes:
-                why = "; ".join(filter(None, (why, notes[s.node_id])))
-            rows.append(
-                (
-                    s.node_id,
-                    labels.get(s.node_id, ""),
-                    s.requested_state.name,
-                    s.rendered_state.name
-                    + (f" (-{counted(s.cut_lines, 'line')})" if s.cut_lines else ""),
-                    str(s.tokens),
-                    why,
-                    "" if s.reference else score(s.node_id),
-                )
-            )
-        for node_id in self.omitted:
-            why = reasons.get(node_id, "budget")
-            if node_id in notes:
-                why = f"{why}; {notes[node_id]}"
-            rows.append((node_id, labels.get(node_id, ""), "", "OMITTED", "0", why, score(node_id)))
-        widths = [min(40, max(len(r[i]) for r in rows)) for i in range(5)]
-        why_width = max(len(r[5]) for r in rows)
-        lines = [
-            "  ".join(cell[:40].ljust(w) for cell, w in zip(r[:5], widths, strict=True))
-            + "  "
-            + r[5].ljust(why_width)
-            + "  "
-            + r[6]
-            for r in rows
-        ]
-        used = f"{self.tokens}/{self.budget} tokens ({100 * self.tokens / self.budget:.1f}%)"
-        lines.append(
-            f"total: {used}; {len(self.sections)} sections, {len(self.degraded)} degraded,"
-            f" {len(self.omitted)} left out; stable prefix {self.stable_prefix_tokens} tokens"
-            + (f" (ended by {self.prefix_break})" if self.prefix_break else "")
-        )
-        if notes:
-            withheld = sum(1 for note in notes.values() if note.startswith("withheld: "))
-            outputs = sum(1 for note in notes.values() if note.startswith("output: "))
-            files = len(notes) - withheld - outputs
-            more = (
-                f", {counted(outputs, 'command output')} with secrets redacted" if outputs else ""
-            )
-            lines.append(
-                f"secrets: {withheld} secret-bearing files withheld, {files} files with secrets"
-                f" redacted{more} (include_secrets=True or --include-secrets shows them)"
-            )
-        return "\n".join(lines)
+        if full or nodes is not None:
+            return full_table(self, nodes)
+        return summary(self)
 
     @overload
     def to_messages(self, provider: None = None) -> list[dict[str, str]]: ...
@@ -303,7 +256,9 @@ class Projection:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable account of the projection (text included)."""
+        """A JSON-serialisable account of the projection (text included): each section and
+        each node left out with its node id and label (a file's path)."""
+        labels, reasons = self.labels, self.reasons
         return {
             "text": self.text,
             "tokens": self.tokens,
@@ -315,15 +270,19 @@ class Projection:
                     "node_id": s.node_id,
                     "requested_state": s.requested_state.name,
                     "rendered_state": s.rendered_state.name,
+                    "label": labels.get(s.node_id, ""),
                     "tokens": s.tokens,
                     "cut_lines": s.cut_lines,
                     "reference": s.reference,
                 }
                 for s in self.sections
             ],
-            "omitted": list(self.omitted),
+            "omitted": [
+                {"node_id": n, "label": labels.get(n, ""), "reason": reasons.get(n, "budget")}
+                for n in self.omitted
+            ],
             "degraded": {k: [a.name, b.name] for k, (a, b) in self.degraded.items()},
-            "reasons": dict(self.reasons),
+            "reasons": dict(reasons),
             "notes": dict(self.notes),
         }
 
