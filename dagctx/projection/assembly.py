@@ -1,8 +1,9 @@
 """Assembly of the prompt text: the shown sections, patched entry by entry between turns,
 plus the "changes since last turn" section and the "left out" footer.
 
-:class:`Body` keeps the sections shown for one budget in walk order (volatile nodes in a
-tail after them) together with their texts. A turn re-examines only the entries the
+:class:`Body` keeps the sections shown for one budget together with their texts: those of
+the stable band (:mod:`dagctx.projection.bands`) in a list in walk order, the later bands
+in a tail ordered by band, then walk order. A turn re-examines only the entries the
 allocation marked dirty; a Fenwick tree over walk positions gives each one's place in the
 list and the tokens before it (the stable prefix).
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dagctx._quote import inline
 from dagctx.graph import ContextGraph
 from dagctx.nodes.base import Trace
+from dagctx.projection.bands import STABLE, ends
 from dagctx.projection.result import Section
 from dagctx.projection.sections import SectionCache, unsafe_start
 
@@ -79,7 +81,7 @@ class Body:
     )
 
     def __init__(self, n: int) -> None:
-        self.shown = bytearray(n)  # 1: in the body list, 2: in the tail
+        self.shown = bytearray(n)  # 1: in the body list (stable band), 1 + band: in the tail
         self.count = Fenwick(n, "i")
         self.toks = Fenwick(n)
         self.sections: list[Section] = []
@@ -91,22 +93,23 @@ class Body:
         self.moved = True  # whether the last update showed or hid any entry
         self.valid = False
 
-    def rebuild(self, n: int, section: Callable[[int], tuple[Shown, bool]]) -> None:
-        """Recompute every entry (a new layout, or after an exceptional assembly)."""
+    def rebuild(self, n: int, section: Callable[[int], tuple[Shown, int]]) -> None:
+        """Recompute every entry (a new layout, or after an exceptional assembly);
+        ``section(i)`` gives entry ``i``'s section and text (or None) and its band."""
         self.__init__(n)  # type: ignore[misc]
         sections, texts, flags = self.sections, self.texts, self.shown
         ones, tokens = [0] * n, [0] * n
         for i in range(n):
-            shown, volatile = section(i)
+            shown, band = section(i)
             if shown is None:
                 continue
             sec, text = shown
             self.tokens += sec.tokens
             self.nodes += not sec.reference
             self.unsafe += _unsafe(text)
-            if volatile:
+            if band != STABLE:
                 self.tail[i] = shown
-                flags[i] = 2
+                flags[i] = 1 + band
             else:
                 flags[i] = 1
                 ones[i], tokens[i] = 1, sec.tokens
@@ -121,7 +124,7 @@ class Body:
         dirty: Sequence[int],
         section: Callable[[int], Section | None],
         text: Callable[[int, Section], str],
-        volatile: Callable[[int], bool],
+        band: Callable[[int], int],
     ) -> int:
         """Bring the ``dirty`` entries (ascending) up to date; return the walk index of the
         first entry whose body section changed (or -1)."""
@@ -131,7 +134,7 @@ class Body:
         for i in dirty:
             new = section(i)
             where = self.shown[i]
-            if where == 2:
+            if where >= 2:
                 old = self.tail[i][0]
                 if new == old:
                     continue
@@ -146,7 +149,7 @@ class Body:
                 self.tokens -= old.tokens
                 self.unsafe -= _unsafe(texts[k])
                 self.toks.add(i, -old.tokens)
-                if new is not None:  # shown before and now: replace in place
+                if new is not None and band(i) == STABLE:  # shown before and now: in place
                     body = text(i, new)
                     sections[k], texts[k] = new, body
                     self.tokens += new.tokens
@@ -165,9 +168,10 @@ class Body:
             self.tokens += new.tokens
             self.nodes += not new.reference
             self.unsafe += _unsafe(body)
-            if volatile(i):
+            b = band(i)
+            if b != STABLE:
                 self.tail[i] = (new, body)
-                self.shown[i] = 2
+                self.shown[i] = 1 + b
                 self.moved = True
                 continue
             if first < 0:
@@ -189,22 +193,18 @@ class Body:
         self.shown[i] = 0
         self.moved = True
 
-    def all_sections(self) -> list[Section]:
-        """Body then tail sections, in text order."""
+    def ordered(self) -> tuple[list[Section], list[str], list[int]]:
+        """The shown sections and their texts in text order (by band, then walk order),
+        and the offsets where each band ends in their concatenation."""
         if not self.tail:
-            return list(self.sections)
-        return self.sections + [self.tail[i][0] for i in sorted(self.tail)]
-
-    def all_texts(self) -> list[str]:
-        """Body then tail section texts, in text order."""
-        if not self.tail:
-            return list(self.texts)
-        return self.texts + [self.tail[i][1] for i in sorted(self.tail)]
-
-    def text(self) -> str:
-        if not self.tail:
-            return "".join(self.texts)
-        return "".join(self.texts) + "".join(self.tail[i][1] for i in sorted(self.tail))
+            texts = list(self.texts)
+            return list(self.sections), texts, ends(texts, [STABLE] * len(texts))
+        shown = self.shown
+        order = sorted(self.tail, key=lambda i: (shown[i], i))
+        sections = self.sections + [self.tail[i][0] for i in order]
+        texts = self.texts + [self.tail[i][1] for i in order]
+        bands = [STABLE] * len(self.texts) + [shown[i] - 1 for i in order]
+        return sections, texts, ends(texts, bands)
 
 
 def _unsafe(text: str) -> int:

@@ -22,8 +22,9 @@ For a budget ``B``:
    each elided range marked with its line numbers (without a focus its head and
    structure first); a file without an outline shows its first whole lines that fit,
    with a marker saying how many lines were cut.
-5. Drop a tool call shown without its result (and vice versa); assemble the sections in
-   walk order (volatile ones last), then the changes section and the footer, and prove
+5. Drop a tool call shown without its result (and vice versa); assemble the sections by
+   band (:mod:`dagctx.projection.bands`: stable, conversation, volatile; walk
+   order inside each), then the changes section and the footer, and prove
    ``tokens <= B`` on the final text: its exact count is the sum of the section counts
    where that is proven for the encoding's pre-tokenizer
    (:mod:`dagctx.projection.sections`), otherwise the text is encoded whole; while it

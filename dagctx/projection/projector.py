@@ -35,20 +35,13 @@ from dagctx.projection.assembly import (
     changes_section,
     footer,
 )
+from dagctx.projection.bands import band_of, ends, in_bands
 from dagctx.projection.layout import Layout
 from dagctx.projection.prefix import stable_prefix
 from dagctx.projection.relevance import Relevance
 from dagctx.projection.result import Account, Projection, Section
 from dagctx.projection.sections import SectionCache, reference_text, unsafe_start
 from dagctx.projection.walk import walk
-
-
-def band_ends(texts: Sequence[str], stable: int) -> list[int]:
-    """Where the bands of a text made of ``texts`` end: after the first ``stable``
-    sections, and after all of them (the changes section and the footer follow)."""
-    first = sum(map(len, texts[:stable]))
-    return [first, first + sum(map(len, texts[stable:]))]
-
 
 STATES = tuple(NodeState)
 KEPT_BUDGETS = 3  # plans kept for this many budgets (most recently used)
@@ -312,7 +305,6 @@ class Projector:
         layout = self.layout
         assert layout is not None
         alloc, body = plan.alloc, plan.body
-        nodes = layout.nodes
         dirty, alloc.dirty = alloc.dirty, set()
         if not body.valid or len(dirty) * 4 > len(layout):
             body.rebuild(
@@ -325,16 +317,16 @@ class Projector:
                 sorted(dirty),
                 lambda i: self._section(alloc, i),
                 lambda i, s: self._text(alloc, i, s),
-                lambda i: nodes[i].volatile,
+                self._band,
             )
-        sections = body.all_sections()
+        sections, texts, ends = body.ordered()
         omitted = len(layout.first) - body.nodes
         used = body.tokens + changes_tokens
         if body.moved or plan.names is None:
             plan.names = self._footer_names(body, omitted) if omitted else []
         names = plan.names
         footer_text, footer_tokens = footer(omitted, names, self.cache, budget, budget - used)
-        text = body.text() + changes_text + footer_text
+        text = "".join(texts) + changes_text + footer_text
         unsafe = body.unsafe or unsafe_start(changes_text) or unsafe_start(footer_text)
         tokens = self._final_count(text, used + footer_tokens, unsafe)
         if tokens > budget:  # the sum was not exact: let the careful path drop sections
@@ -344,7 +336,6 @@ class Projector:
             known = body.count.prefix(first) if first > 0 else len(body.sections)
         else:
             known = 0
-        texts = body.all_texts()
         stable, broken = stable_prefix(text, tokens, sections, texts, previous, self._label, known)
         return Projection(
             text,
@@ -354,7 +345,7 @@ class Projector:
             stable_prefix_tokens=stable,
             account=self._account(alloc, body),
             prefix_break=broken,
-            band_ends=band_ends(texts, len(body.texts)),
+            band_ends=ends,
             cache_key=self._key,
         )
 
@@ -367,13 +358,20 @@ class Projector:
             return self.cache.counter.count_exact(text)
         return summed - junction if text else 0
 
-    def _shown(self, alloc: Allocation, i: int) -> tuple[tuple[Section, str] | None, bool]:
+    def _band(self, i: int) -> int:
+        """Entry ``i``'s band (:mod:`dagctx.projection.bands`; a reference goes with the
+        node it points to)."""
+        layout = self.layout
+        assert layout is not None
+        return band_of(layout.nodes[i])
+
+    def _shown(self, alloc: Allocation, i: int) -> tuple[tuple[Section, str] | None, int]:
         layout = self.layout
         assert layout is not None
         section = self._section(alloc, i)
         if section is None:
             return None, False
-        return (section, self._text(alloc, i, section)), layout.nodes[i].volatile
+        return (section, self._text(alloc, i, section)), self._band(i)
 
     def _footer_names(self, body: Body, count: int) -> list[str]:
         layout = self.layout
@@ -467,8 +465,7 @@ class Projector:
         cut = {nodes[i].id: c for i, c in alloc.cut.items()}
         dropped = {nodes[i].id for i in range(len(nodes)) if alloc.dropped[i]}
         reasons: dict[str, str] = {nid: COMPANION_REASON for nid in dropped}
-        parts: list[tuple[Section, str]] = []
-        tail: list[tuple[Section, str]] = []
+        parts: list[tuple[int, Section, str]] = []  # (band, section, text) in walk order
         shown: set[str] = set()
         for entry in walk(self.graph, lambda n: STATES[state.get(n.id, n.state)]):
             node = entry.node
@@ -492,42 +489,41 @@ class Projector:
                 else:
                     text, tokens = self.cache.get(node, st)
                     section = Section(node.id, node.state, st, tokens, version=node.version)
-            (tail if node.volatile else parts).append((section, text))
+            parts.append((band_of(node), section, text))
         for i, peers in alloc.companions.items():
             nid = nodes[i].id
             if nid in shown and any(p not in shown for p in peers):
                 shown.discard(nid)
                 reasons[nid] = COMPANION_REASON
-                parts = [(s, t) for s, t in parts if s.reference or s.node_id != nid]
-                tail = [(s, t) for s, t in tail if s.reference or s.node_id != nid]
+                parts = [p for p in parts if p[1].reference or p[1].node_id != nid]
         omitted = [nodes[i].id for i in range(len(nodes)) if not ref[i]]
         omitted = [nid for nid in omitted if nid not in shown]
         account = self._account(alloc, body)
         base = account.reasons()
         for nid in omitted:
             reasons.setdefault(nid, base.get(nid, "left out: budget"))
-        unsafe = unsafe_start(changes_text) or any(unsafe_start(t) for _, t in parts + tail)
+        placed = in_bands((p[0], p) for p in parts)
+        unsafe = unsafe_start(changes_text) or any(unsafe_start(t) for _, _, t in placed)
         while True:
-            both = parts + tail
-            used = sum(s.tokens for s, _ in both) + changes_tokens
+            used = sum(s.tokens for _, s, _ in placed) + changes_tokens
             names = [f"#{nid} ({self.labels[first[nid]]})" for nid in omitted[:FOOTER_NAMES]]
             footer_text, footer_tokens = footer(
                 len(omitted), names, self.cache, budget, budget - used
             )
-            text = "".join(t for _, t in both) + changes_text + footer_text
+            text = "".join(t for _, _, t in placed) + changes_text + footer_text
             tokens = self._final_count(
                 text, used + footer_tokens, unsafe or unsafe_start(footer_text)
             )
-            if tokens <= budget or not both:
+            if tokens <= budget or not placed:
                 break
-            # Deterministic: the last section goes (volatile ones first), then count again.
-            dropped_section, _ = (tail or parts).pop()
+            # Deterministic: the last section goes (latest band first), then count again.
+            _, dropped_section, _ = placed.pop()
             if not dropped_section.reference:
                 omitted.append(dropped_section.node_id)
                 reasons[dropped_section.node_id] = "left out: budget (final check)"
         if tokens > budget:
             text, tokens = "", 0
-        sections = [s for s, _ in parts + tail]
+        sections = [s for _, s, _ in placed]
         for s in sections:
             if not s.reference and s.rendered_state < s.requested_state:
                 reasons.setdefault(s.node_id, base.get(s.node_id, "degraded for budget"))
@@ -537,7 +533,7 @@ class Projector:
             if not s.reference and (s.rendered_state < s.requested_state or s.cut_lines)
         }
         reasons = {k: v for k, v in reasons.items() if k in degraded or k in omitted}
-        texts = [t for _, t in parts + tail]
+        texts = [t for _, _, t in placed]
         stable, broken = stable_prefix(text, tokens, sections, texts, previous, self._label)
         return Projection(
             text,
@@ -552,6 +548,6 @@ class Projector:
             scores=account.scores(),
             notes=account.notes(),
             prefix_break=broken,
-            band_ends=band_ends(texts, len(parts)),
+            band_ends=ends([t for _, _, t in placed], [b for b, _, _ in placed]),
             cache_key=self._key,
         )

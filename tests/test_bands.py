@@ -1,0 +1,110 @@
+"""The volatility layout (SPEC §4 guarantee 6, dagctx/projection/bands.py): the workspace
+first, then the conversation, then volatile nodes; editing one file leaves the text before
+it byte-identical, a new message the whole workspace; the incremental text equals a fresh
+render of the same graph."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dagctx import Session
+from dagctx.nodes.base import Trace
+from dagctx.projection import Projection, SectionCache, build_projection
+from dagctx.projection.bands import CONVERSATION, STABLE, VOLATILE, band_of
+
+
+def write(root: Path, name: str, body: str) -> None:
+    (root / name).write_text(body)
+
+
+def order(p: Projection) -> list[str]:
+    return [s.node_id for s in p.sections]
+
+
+def fresh(s: Session, budget: int, changes: list[Trace]) -> Projection:
+    """The graph rendered by a new projector (no incremental state)."""
+    return build_projection(s.graph, SectionCache(s.counter), budget, changes=changes)
+
+
+class TestLayout:
+    def test_the_conversation_comes_after_the_workspace(self, tmp_path: Path) -> None:
+        for i in range(3):
+            write(tmp_path, f"f{i}.py", f"def f{i}():\n    return {i}\n")
+        with Session(tmp_path, budget=50_000) as s:
+            topic = s.topic("work")  # first in walk order
+            first = s.message("user", "hello")
+            files = [s.text(f"f{i}.py") for i in range(3)]
+            meta = s.session_node()
+            p = s.tick().projection
+            assert order(p) == [*(f.id for f in files), topic.id, first.id, meta.id]
+            assert band_of(topic) == band_of(first) == CONVERSATION
+            assert band_of(files[0]) == STABLE and band_of(meta) == VOLATILE
+
+    def test_editing_a_file_keeps_the_text_before_its_band(self, tmp_path: Path) -> None:
+        for i in range(6):
+            write(tmp_path, f"f{i}.py", f"def f{i}():\n    return {i}\n")
+        with Session(tmp_path, budget=50_000) as s:
+            s.topic("work")
+            files = [s.text(f"f{i}.py") for i in range(6)]
+            s.message("user", "fix f2 please")
+            before = s.tick().projection
+            for k in range(3):
+                write(tmp_path, "f2.py", f"v = {k}\n")
+                s.message("assistant", f"edited f2 ({k})")
+                after = s.tick().projection
+                start = after.text.index(f"(#{files[2].id})")
+                start = after.text.rindex("###", 0, start)
+                assert before.text[:start] == after.text[:start]
+                assert after.stable_prefix_tokens == sum(x.tokens for x in after.sections[:2])
+                assert after.prefix_break == f"#{files[2].id} ({files[2].label()})"
+                before = after
+
+    def test_a_new_message_keeps_the_whole_workspace_cached(self, tmp_path: Path) -> None:
+        for i in range(3):
+            write(tmp_path, f"f{i}.py", f"def f{i}():\n    return {i}\n")
+        with Session(tmp_path, budget=50_000) as s:
+            topic = s.topic("work")
+            files = [s.text(f"f{i}.py") for i in range(3)]
+            s.message("user", "hello")
+            s.tick()
+            s.message("assistant", "hi")
+            p = s.tick().projection
+            workspace = sum(x.tokens for x in p.sections if x.node_id in {f.id for f in files})
+            assert p.stable_prefix_tokens >= workspace
+            content = p.to_messages(provider="anthropic")["messages"][0]["content"]
+            assert content[0]["text"].startswith(f"### f0.py (#{files[0].id})")
+            assert content[1]["text"].startswith(f"## Topic: work (#{topic.id}, active)")
+            assert "cache_control" in content[0]
+
+
+class TestProperties:
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        n=st.integers(1, 6),
+        edits=st.lists(st.integers(0, 5), max_size=8),
+        budget=st.integers(50, 4000),
+    )
+    def test_incremental_text_equals_a_fresh_render_within_the_budget(
+        self, tmp_path: Path, n: int, edits: list[int], budget: int
+    ) -> None:
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        for i in range(n):
+            write(root, f"f{i}.py", "".join(f"def g{j}():\n    return {j}\n" for j in range(i * 5)))
+        with Session(root, budget=budget) as s:
+            for i in range(n):
+                s.text(f"f{i}.py")
+            s.topic("t")
+            s.message("user", "go")
+            s.tick()
+            for turn, k in enumerate(edits):
+                write(root, f"f{k % n}.py", f"changed = {turn}\n" * (turn + 1))
+                r = s.tick()
+                p = r.projection
+                assert p.tokens <= budget
+                assert p.text == fresh(s, budget, r.changes).text
