@@ -318,3 +318,50 @@ class TestIncrementalUnderFocus:
                 assert p.sections == fresh.sections and p.omitted == fresh.omitted
                 assert p.tokens <= s.budget
                 assert p.scores == fresh.scores
+
+
+class TestCost:
+    def test_edits_that_move_other_files_levels_keep_the_plan(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Each edit moves the recency (and so the level) of files it did not touch; the
+        plan moves those entries in the degrade order instead of being built again, and
+        every turn still matches a projection built from scratch."""
+        from dagctx.projection import projector
+
+        (tmp_path / "d").mkdir()
+        for i in range(12):
+            (tmp_path / "d" / f"f{i}.py").write_text(filler(("restore", "net", "x")[i % 3], 40))
+        built: list[int] = []
+        real = projector.Allocation
+
+        def counting(*args: object, **kwargs: object) -> projector.Allocation:
+            built.append(1)
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        with Session(tmp_path, budget=600) as s:
+            scan_tree(s, ".")
+            s.focus("restore net")
+            before = s.tick().projection.scores
+            monkeypatch.setattr(projector, "Allocation", counting)
+            moved = rebuilt = 0
+            for turn in range(10):
+                rel = f"d/f{(turn * 5) % 12}.py"
+                (tmp_path / rel).write_text(filler("x", 40) + f"# turn {turn}\n")
+                s.file_changed(rel)
+                result = s.tick()
+                rebuilt += len(built)
+                p = result.projection
+                moved += sum(
+                    1
+                    for nid, score in p.scores.items()
+                    if getattr(s.get(nid), "path", rel) != rel and before[nid].level != score.level
+                )
+                before = p.scores
+                fresh = build_projection(
+                    s.graph, SectionCache(s.counter), s.budget, changes=result.changes
+                )
+                assert p.text == fresh.text and p.scores == fresh.scores
+                built.clear()
+        assert moved > 0  # other files' levels did move
+        assert rebuilt == 0

@@ -9,7 +9,9 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   where a container counts as important as the most important node it shows, so the
   nodes a container shows always come before the container itself. Each node has a *slot*
   in that order; a changed node gets the newest recency, so it moves to the end of its
-  priority block (appended in a gap left there; slots are re-laid out when a gap fills).
+  block, and a node whose relevance level moves goes where its key belongs in its new
+  block (:mod:`.order`: into a hole or the gap left after each block; slots are re-laid
+  out when a gap fills).
 - **Static step deltas.** Because a container comes after everything it shows, when it
   collapses its children are already at their floor: the token delta of every degrade step
   is known in advance (a container's collapse removes the cost of its *frontier*, the
@@ -258,14 +260,15 @@ class Allocation:
             self.b_tree = tree
         return self.b_tree
 
-    def _relayout(self) -> None:
-        """Lay the slots out again (a priority block ran out of room): states do not
-        change, the stop is carried over to the new slots."""
+    def _relayout(self, new: set[int] | None = None) -> None:
+        """Lay the slots out again (a block ran out of room, or keys moved to blocks
+        ``new`` that have no slots yet): states do not change, the stop is carried over
+        to the new slots."""
         entry_at, cap = self.entry_at, self.cap
         phase, j, k = self.stop
         after = next((i for i in entry_at[j:] if i >= 0), -1) if j < cap else -1
         partial = j < cap and entry_at[j] >= 0
-        self.order.relayout()
+        self.order.relayout(new)
         self._load_trees()
         if after < 0:
             self.stop = (phase, self.cap, 0)
@@ -402,9 +405,10 @@ class Allocation:
 
     def apply_changes(self, changed: list[int]) -> bool:
         """Account for new versions of the nodes at entries ``changed`` (ascending walk
-        order): costs, frontier sums, keys (a changed node moves to the end of its
-        priority block). Returns False when the plan must be rebuilt instead (a floor or a
-        priority went down, or a priority block has no room left)."""
+        order; also those whose relevance level moved): costs, frontier sums, keys (each
+        entry whose key moved goes where it belongs, :meth:`_move`). Returns False when
+        the plan must be rebuilt instead (a floor went down, or too many entries would
+        move)."""
         layout, cache = self.layout, self.cache
         nodes, requested, parent = layout.nodes, layout.requested, layout.parent
         cost, cref, press = self.cost, self.cref, self.pressure
@@ -445,22 +449,24 @@ class Allocation:
         if not press:
             return True
         moved = self.order.rekey(changed)
-        if moved is None:
-            return False
+        new = self.order.missing(moved)
+        if new:
+            self._relayout(new)
         for i in moved:
             if not self._move(i):
                 return False
         touched.update(moved)
         for i in touched:
             self._leaves(i)
-        self._follow_top(changed)
+        self._follow_top(moved)
         return True
 
     def _follow_top(self, changed: list[int]) -> None:
-        """Keep :attr:`top` right after the entries ``changed`` moved. Only changed
-        entries move, and only up (to the end of their block), so the top file is the
-        highest of the known one and the changed ones that can be shown in full; unknown
-        again when the known one can no longer be."""
+        """Keep :attr:`top` right after the entries ``changed`` moved (the others kept
+        their order: :meth:`_move` forgets the top file when it went down, or when none
+        was known and entries moved on), so the top file is the highest of the known one
+        and the moved ones that can be shown in full; unknown again when the known one
+        can no longer be."""
         top = self.top
         if top is None:
             return
@@ -482,18 +488,42 @@ class Allocation:
             touched.add(owner)
 
     def _move(self, i: int) -> bool:
-        """Give entry ``i`` (whose key grew) the next slot of its priority block."""
+        """Give entry ``i`` (whose key moved) the slot its key belongs at
+        (:meth:`DegradeOrder.insert`), keeping the stop on the entries it was on. False
+        when too many entries would have to move."""
         order = self.order
-        if not order.can_append(i):
-            return False
         if order.full(i):
             self._relayout()
-        old = order.append(i)
+        was = self.slot[i]
+        old = order.vacate(i)
         self.a_tree.set(old, 0, INF, 0)
         if self.b_tree is not None:
             self.b_tree.set(old, 0, INF, 0)
         self.f_tree.set(old, INF)
         self.c_tree.set(old, INF)
+        placed = order.insert(i)
+        if placed is None:
+            return False
+        lo, hi = placed
+        if hi - lo > 1:  # the entries of lo..hi - 2 moved one slot on
+            if self.top == -1:
+                self.top = None
+            phase, j, k = self.stop
+            if lo <= j < hi:
+                self.stop = (phase, j + 1, k)
+            entry_at = self.entry_at
+            for s in range(lo + 1, hi):
+                e = entry_at[s]
+                if e >= 0:
+                    self._leaves(e)
+                else:
+                    self.a_tree.set(s, 0, INF, 0)
+                    if self.b_tree is not None:
+                        self.b_tree.set(s, 0, INF, 0)
+                    self.f_tree.set(s, INF)
+                    self.c_tree.set(s, INF)
+        if self.top == i and self.slot[i] < was:
+            self.top = None  # it went down: another may be the top file now
         self.set_state(i, self.prefix_state(i, self.stop))
         return True
 

@@ -4,10 +4,12 @@ Entries (non-references of a :class:`~dagctx.projection.layout.Layout`) are degr
 least important first: by priority, then relevance level (the layout's, from
 :mod:`dagctx.projection.relevance`), then recency, a container keyed like the most
 important node it shows (so it comes after all of them). Each entry holds a *slot*; the
-slots of one block (one priority and level) are consecutive, with a gap after them. A
-node that changes gets the newest recency, so it belongs at the end of its block: it
-takes the next free slot of the gap and leaves a hole where it was. When a gap fills up,
-the slots are laid out again in the same order (:meth:`DegradeOrder.relayout`).
+slots of one block (one priority and level) are consecutive, with a gap after them. An
+entry whose key moves (a changed node gets the newest recency; a relevance level moves)
+leaves a hole where it was and goes where its key belongs in its block: a hole there,
+else the slot of the next entry, the rest of the block moved one slot on into the gap
+(a changed node usually lands at the end of its block, moving nothing). When a gap
+fills up, the slots are laid out again in the same order (:meth:`DegradeOrder.relayout`).
 
 Keys are one int each: ``(priority << 8 | level) << 80 | recency << 16 | height``, where
 height counts how far up a key was inherited (a container after the child whose key it
@@ -25,6 +27,7 @@ SEQ_SHIFT = 16
 PRIO_SHIFT = 80
 HEIGHT = (1 << SEQ_SHIFT) - 1
 LEVEL_BITS = 8
+MAX_SHIFT = 256  # entries an insertion may move one slot on
 
 
 def own_key(layout: Layout, i: int) -> int:
@@ -48,7 +51,6 @@ class DegradeOrder:
         "_end",
         "_gaps",
         "_limit",
-        "_max",
         "_start",
         "cap",
         "entry_at",
@@ -76,13 +78,13 @@ class DegradeOrder:
             if not blocks or blocks[-1][0] != block:
                 blocks.append((block, []))
             blocks[-1][1].append(i)
-        self._place(blocks, {block: key[members[-1]] for block, members in blocks})
+        self._place(blocks)
 
     def entries(self) -> list[int]:
         """The entries in order."""
         return [i for i in self.entry_at if i >= 0]
 
-    def _place(self, blocks: list[tuple[int, list[int]]], block_max: dict[int, int]) -> None:
+    def _place(self, blocks: list[tuple[int, list[int]]]) -> None:
         """Give each block's entries consecutive slots, with a gap after them."""
         # many blocks (one per priority and level) share the room of the gaps
         self._gaps = 8 + sum(len(b) for _, b in blocks) // (16 * max(1, len(blocks)))
@@ -93,7 +95,6 @@ class DegradeOrder:
         self._start: dict[int, int] = {}
         self._end: dict[int, int] = {}
         self._limit: dict[int, int] = {}
-        self._max = block_max
         s = 0
         for block, members in blocks:
             self._start[block] = s
@@ -108,58 +109,99 @@ class DegradeOrder:
     def _gap(self, size: int) -> int:
         return self._gaps + size // 8
 
-    def relayout(self) -> None:
-        """Lay the slots out again in the current order, with fresh gaps."""
+    def relayout(self, new: set[int] | None = None) -> None:
+        """Lay the slots out again in the current order, with fresh gaps (and empty
+        blocks ``new`` among them)."""
         entry_at = self.entry_at
         blocks = [
             (block, [i for i in entry_at[start : self._end[block]] if i >= 0])
             for block, start in sorted(self._start.items(), key=lambda kv: kv[1])
         ]
-        self._place(blocks, self._max)
+        if new:
+            blocks = sorted(blocks + [(block, []) for block in new if block not in self._end])
+        self._place(blocks)
 
-    def rekey(self, changed: list[int]) -> list[int] | None:
-        """New keys for the changed entries and the containers that inherit them; the
-        entries whose key grew, in key order. None when a block (priority or level) went
-        down (the order must be rebuilt: a key may only grow here)."""
+    def missing(self, entries: list[int]) -> set[int]:
+        """The blocks of the keys of ``entries`` that have no slots."""
+        key, have = self.key, self._end
+        return {key[i] >> PRIO_SHIFT for i in entries} - have.keys()
+
+    def rekey(self, changed: list[int]) -> list[int]:
+        """New keys for the entries ``changed`` (a new version or a new level) and the
+        containers above them (a container keyed after its most important child, found
+        again among its children when that one's key went down); the entries whose key
+        moved, in key order. None when a key landed in a block (priority and level) that
+        has no slots (the order must be rebuilt)."""
         layout = self.layout
-        key, parent = self.key, layout.parent
-        moved: set[int] = set()
+        key, parent, ref, end = self.key, layout.parent, layout.ref, layout.end
+        todo: set[int] = set()
         for i in changed:
-            own = own_key(layout, i)
-            old = key[i]
-            if old & HEIGHT == 0 and own >> PRIO_SHIFT < old >> PRIO_SHIFT:
-                return None
-            if own <= old:
-                continue
-            key[i] = own
-            moved.add(i)
-            p = parent[i]
-            while p >= 0 and key[i] + 1 > key[p]:
-                key[p] = key[i] + 1
-                moved.add(p)
-                i, p = p, parent[p]
-        return sorted(moved, key=key.__getitem__)
-
-    def can_append(self, i: int) -> bool:
-        """Whether entry ``i``'s (grown) key belongs at the end of its block."""
-        k = self.key[i]
-        block = k >> PRIO_SHIFT
-        return block in self._end and k > self._max[block]
+            while i >= 0 and i not in todo:
+                todo.add(i)
+                i = parent[i]
+        moved: list[int] = []
+        for i in sorted(todo, reverse=True):  # children come after their parent
+            k = own_key(layout, i)
+            c, stop = i + 1, end[i]
+            while c < stop:
+                if not ref[c] and key[c] + 1 > k:
+                    k = key[c] + 1
+                c = end[c]
+            if k != key[i]:
+                key[i] = k
+                moved.append(i)
+        moved.sort(key=key.__getitem__)
+        return moved
 
     def full(self, i: int) -> bool:
         """Whether the gap of entry ``i``'s block is used up."""
         block = self.key[i] >> PRIO_SHIFT
         return self._end[block] >= self._limit[block]
 
-    def append(self, i: int) -> int:
-        """Move entry ``i`` to the next slot of its block's gap; return its old slot
-        (now a hole). Call only when :meth:`can_append` and not :meth:`full`."""
+    def vacate(self, i: int) -> int:
+        """Take entry ``i`` out of its slot (now a hole); return the slot."""
+        old = self.slot[i]
+        self.entry_at[old] = -1
+        self.slot[i] = -1
+        return old
+
+    def insert(self, i: int) -> tuple[int, int] | None:
+        """Put entry ``i`` (vacated, its key in a block that has slots) where its key
+        belongs: in a hole between its neighbours in key order, else at the first of
+        the block's entries with a greater key, those up to the end of the block moved
+        one slot on into the gap. Returns the slots that changed, ``(lo, hi)`` (the
+        entries of ``lo``..``hi`` - 1 moved one on when ``hi - lo > 1``); None when the
+        gap is used up or more than :data:`MAX_SHIFT` entries would move."""
         k = self.key[i]
         block = k >> PRIO_SHIFT
-        old, new = self.slot[i], self._end[block]
-        self.entry_at[old] = -1
-        self._end[block] = new + 1
-        self._max[block] = k
-        self.slot[i] = new
-        self.entry_at[new] = i
-        return old
+        start, stop = self._start[block], self._end[block]
+        key, entry_at, slot = self.key, self.entry_at, self.slot
+        hole = -1
+        at = stop  # the first slot of an entry with a greater key (stop: none)
+        s = stop - 1
+        while s >= start:
+            e = entry_at[s]
+            if e < 0:
+                hole = s
+            elif key[e] > k:
+                at, hole = s, -1
+                if stop - s > MAX_SHIFT:
+                    return None
+            else:
+                break
+            s -= 1
+        if hole >= 0:
+            entry_at[hole] = i
+            slot[i] = hole
+            return hole, hole + 1
+        if stop >= self._limit[block]:
+            return None
+        for t in range(stop, at, -1):
+            e = entry_at[t - 1]
+            entry_at[t] = e
+            if e >= 0:
+                slot[e] = t
+        entry_at[at] = i
+        slot[i] = at
+        self._end[block] = stop + 1
+        return at, stop + 1
