@@ -365,3 +365,21 @@ class TestCost:
                 built.clear()
         assert moved > 0  # other files' levels did move
         assert rebuilt == 0
+
+    def test_an_edit_moves_the_recency_of_two_files_at_most(self, tmp_path: Path) -> None:
+        (tmp_path / "d").mkdir()
+        for i in range(12):
+            (tmp_path / "d" / f"f{i}.py").write_text(filler("restore", 10))
+        with Session(tmp_path, budget=400) as s:
+            scan_tree(s, ".")
+            s.focus("restore")
+            before = s.tick().projection.scores
+            for turn in range(11):
+                rel = f"d/f{turn}.py"
+                (tmp_path / rel).write_text(filler("restore", 10) + f"# turn {turn}\n")
+                s.file_changed(rel)
+                after = s.tick().projection.scores
+                moved = {nid for nid in after if after[nid].recent != before[nid].recent}
+                assert len(moved) == (1 if turn < 8 else 2)
+                assert {after[nid].recent for nid in after} <= {0.0, 1.0}
+                before = after

@@ -450,7 +450,7 @@ class Allocation:
             return True
         moved = self.order.rekey(changed)
         new = self.order.missing(moved)
-        if new:
+        if new and not self.order.open_blocks(new):
             self._relayout(new)
         for i in moved:
             if not self._move(i):

@@ -9,7 +9,8 @@ entry whose key moves (a changed node gets the newest recency; a relevance level
 leaves a hole where it was and goes where its key belongs in its block: a hole there,
 else the slot of the next entry, the rest of the block moved one slot on into the gap
 (a changed node usually lands at the end of its block, moving nothing). When a gap
-fills up, the slots are laid out again in the same order (:meth:`DegradeOrder.relayout`).
+fills up, the slots are laid out again in the same order (:meth:`DegradeOrder.relayout`). A key in
+a block that has no slots yet opens it in the gap of the block before it.
 
 Keys are one int each: ``(priority << 8 | level) << 80 | recency << 16 | height``, where
 height counts how far up a key was inherited (a container after the child whose key it
@@ -19,6 +20,7 @@ took); ``key >> 80`` names the block.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 
 from dagctx.projection._segtree import capacity_for
 from dagctx.projection.layout import Layout
@@ -120,6 +122,29 @@ class DegradeOrder:
         if new:
             blocks = sorted(blocks + [(block, []) for block in new if block not in self._end])
         self._place(blocks)
+
+    def open_blocks(self, new: set[int]) -> bool:
+        """Give each block of ``new`` (none has slots) the second half of the free gap
+        after the block before it; False (nothing changed) when one has no block before
+        it or too small a gap (then :meth:`relayout` makes room)."""
+        blocks = sorted(self._start)
+        plan: list[tuple[int, int, int]] = []  # (new block, block before it, first slot)
+        taken: set[int] = set()
+        for block in sorted(new):
+            k = bisect_left(blocks, block)
+            if k == 0 or blocks[k - 1] in taken:
+                return False
+            before = blocks[k - 1]
+            free = self._limit[before] - self._end[before]
+            if free < 2:
+                return False
+            taken.add(before)
+            plan.append((block, before, self._end[before] + free // 2))
+        for block, before, first in plan:
+            self._start[block] = self._end[block] = first
+            self._limit[block] = self._limit[before]
+            self._limit[before] = first
+        return True
 
     def missing(self, entries: list[int]) -> set[int]:
         """The blocks of the keys of ``entries`` that have no slots."""

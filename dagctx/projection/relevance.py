@@ -19,8 +19,9 @@ A text file's score has two parts:
   (a text node whose version moved: edited on disk, or its state set), walks that leave
   their seed only, scaled so the highest is 1; kept only while a focus is set, each file
   re-read only when it changes, the walk bounded by the seeds' neighbourhood.
-- **recent** (0..1): 1 for the most recently changed or opened file, down by
-  1/ATTENTION_FILES for the next ones.
+- **recent** (0 or 1): 1 for the :data:`ATTENTION_FILES` most recently changed or opened
+  files (flat, so a change moves the recency of at most the file changed and the one
+  that leaves the window; among files of one level the newer one is kept longer anyway).
 - **base** (its *tier*, 0..19): without a focus the order is still not the walk's:
   source files before docs, other files, tests, and fixtures or lockfiles; then files at
   most one directory deep, then files of at most :data:`SMALL_LINES` lines.
@@ -84,7 +85,7 @@ KIND_WEIGHT = (0.55, 0.65, 0.75, 0.8, 1.0)
 class Score:
     """A node's level and its parts (``inherited``: a container's, from its best child):
     ``lexical`` (BM25, 0..1), ``graph`` (personalized PageRank over the reference graph,
-    0..1), ``recent`` (attention, 0..1), ``tier`` (the focus-free rank)."""
+    0..1), ``recent`` (attention, 0 or 1), ``tier`` (the focus-free rank)."""
 
     level: int
     lexical: float = 0.0
@@ -350,9 +351,9 @@ class Relevance:
     def _context_scores(self) -> None:
         """The graph and recency parts: personalized PageRank over the reference graph
         seeded by the :data:`SEED_FILES` best lexical matches (by their score) and the
-        :data:`ATTENTION_FILES` most recently changed files (by recency, 1 down to
-        1/ATTENTION_FILES, times the best lexical score), counting only walks that
-        leave their seed, scaled so the highest is 1."""
+        :data:`ATTENTION_FILES` most recently changed files (each weighing the best
+        lexical score; their recency 1), counting only walks that leave their seed,
+        scaled so the highest is 1."""
         self._graph, self._recent = {}, {}
         refs = self._refs
         if refs is None:
@@ -362,10 +363,9 @@ class Relevance:
         seeds = dict(best)
         top = best[0][1] if best else 1.0
         recent = sorted(self._attended.items(), key=lambda kv: (-kv[1], kv[0]))
-        for k, (nid, _) in enumerate(recent[:ATTENTION_FILES]):
-            weight = 1.0 - k / ATTENTION_FILES
-            self._recent[nid] = weight
-            seeds[nid] = seeds.get(nid, 0.0) + top * weight
+        for nid, _ in recent[:ATTENTION_FILES]:
+            self._recent[nid] = 1.0
+            seeds[nid] = seeds.get(nid, 0.0) + top
         ranked = refs.rank(seeds, walked_only=True)
         high = max(ranked.values(), default=0.0)
         if high > 0:
