@@ -83,6 +83,12 @@ def _get_encoding(name: str) -> tiktoken.Encoding:
         ) from exc
 
 
+@cache
+def longest_token(name: str) -> int:
+    """Bytes of the longest token of encoding ``name`` (128 for ``cl100k_base``)."""
+    return max(map(len, get_encoding(name).token_byte_values()))
+
+
 def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
@@ -90,13 +96,15 @@ def _digest(text: str) -> bytes:
 class TokenCounter:
     """Counts tokens of text with one encoding, caching each count by content digest.
 
-    ``encodings`` counts how many texts were actually encoded (cache misses), which lets
-    tests and benchmarks check that unchanged content is never re-tokenized.
+    ``encodings`` counts how many texts were actually encoded (cache misses) and
+    ``encoded_chars`` how many characters they had, which lets tests and benchmarks check
+    that unchanged content is never re-tokenized and that a projection encodes what it
+    may show, not the whole tree.
     Counts asked with ``remember=False`` go to a small bounded memory of recent texts
     instead of the cache.
     """
 
-    __slots__ = ("_cache", "_lock", "_recent", "encoding", "encodings", "name")
+    __slots__ = ("_cache", "_lock", "_recent", "encoded_chars", "encoding", "encodings", "name")
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         self.encoding = get_encoding(encoding)
@@ -105,6 +113,7 @@ class TokenCounter:
         self._recent: dict[bytes, int] = {}  # the last _RECENT counts not remembered
         self._lock = threading.Lock()
         self.encodings = 0
+        self.encoded_chars = 0
 
     def _known(self, key: bytes, remember: bool) -> int | None:
         if remember:
@@ -138,7 +147,13 @@ class TokenCounter:
         with self._lock:
             self._keep(key, n, remember)
             self.encodings += 1
+            self.encoded_chars += len(text)
         return n
+
+    def least(self, chars: int) -> int:
+        """The fewest tokens any text of ``chars`` characters encodes to: each token
+        stands for at most :func:`longest_token` bytes and a character is at least one."""
+        return -(-chars // longest_token(self.name))
 
     def count_exact(self, text: str) -> int:
         """Return the token count of ``text`` by encoding it now, bypassing the cache."""
@@ -165,6 +180,7 @@ class TokenCounter:
                 for key, n in found.items():
                     self._keep(key, n, remember)
                 self.encodings += len(order)
+                self.encoded_chars += sum(map(len, missing.values()))
         if remember:
             found = self._cache
         else:  # hand the counts over: the caller keeps them

@@ -68,6 +68,7 @@ OMIT = 0  # NodeState.HIDDEN: the allocation's "left out"
 COLLAPSED, SUMMARY, DETAILS, ALL = 1, 2, 3, 4
 _UNKNOWN = -2  # a cut cost not measured yet
 FULL_SHARE = 75  # percent of the room the degrade aims at; the rest first buys outlines
+LOW_CHARS = 256  # a section this long is counted only when it may be shown
 MAX_OUTLINES = 32  # nodes the outline round raises per projection
 TOP_FILE_SCAN = 4096  # slots searched from the top for the most important file
 _NOT_CUTTABLE = -1
@@ -107,6 +108,7 @@ class Allocation:
         "top",
         "total",
         "triggered",
+        "unsettled",
         "va",
         "vb",
         "vis",
@@ -133,28 +135,71 @@ class Allocation:
         self.total = 0
         # the entry of _top_file_slot's answer (-1: none; None: not known)
         self.top: int | None = None
+        self.unsettled = 0  # entries whose requested cost is a lower bound in t0
         self._init_costs()
 
     # -- costs --------------------------------------------------------------------------
 
     def _init_costs(self) -> None:
+        """Count every node at its requested state, except that a long section not
+        counted yet of a node that can be degraded gets a lower bound instead (kept in
+        ``cost[5 * i]``, the slot of OMIT, which is never read as a count) until it is
+        settled (:meth:`_settle`); :attr:`t0` is then a lower bound too."""
         layout, cache = self.layout, self.cache
         nodes, ref, requested = layout.nodes, layout.ref, layout.requested
-        cache.prime([(nodes[i], requested[i]) for i in range(len(nodes)) if not ref[i]])
-        t0 = 0
         cost, cref = self.cost, self.cref
+        t0 = 0
+        todo: list[int] = []
         for i, node in enumerate(nodes):
             if ref[i]:
                 cref[i] = reference_section(node, cache)[1]
                 t0 += cref[i]
                 continue
-            c = cache.tokens(node, requested[i])
-            cost[5 * i + requested[i]] = c
-            t0 += c
             peers = node.companions()
             if peers:
                 self.companions[i] = peers
+            r = requested[i]
+            if r > max(COLLAPSED, int(node.min_state())) and cache.counted(node, r) < 0:
+                low = cache.least(node, r, LOW_CHARS)
+                if low >= 0:
+                    cost[5 * i] = low
+                    t0 += low
+                    self.unsettled += 1
+                    continue
+            todo.append(i)
+        cache.prime([(nodes[i], requested[i]) for i in todo])
+        for i in todo:
+            t0 += self.c(i, requested[i])
         self.t0 = t0
+
+    def _r(self, i: int) -> int:
+        """Entry ``i``'s cost at its requested state as :attr:`t0` holds it: the count,
+        or its lower bound while not settled."""
+        low = self.cost[5 * i]
+        return low if low >= 0 else self.c(i, self.layout.requested[i])
+
+    def _settle(self, entries: list[int]) -> bool:
+        """Count exactly the requested sections of ``entries`` that have a lower bound
+        in :attr:`t0` (at once, in parallel batches); False when none had."""
+        cost, nodes, requested = self.cost, self.layout.nodes, self.layout.requested
+        todo = [i for i in entries if cost[5 * i] >= 0]
+        if not todo:
+            return False
+        self.cache.prime([(nodes[i], requested[i]) for i in todo])
+        for i in todo:
+            low, cost[5 * i] = cost[5 * i], -1
+            self.t0 += self.c(i, requested[i]) - low
+            self.unsettled -= 1
+            if self.pressure:
+                self._leaves(i)
+        return True
+
+    def over(self, room: int) -> bool:
+        """Whether everything at its requested state needs more than ``room`` tokens;
+        counts the unsettled sections when their lower bounds do not prove it."""
+        if self.unsettled and self.t0 <= room:
+            self._settle([i for i in range(len(self.layout)) if self.cost[5 * i] >= 0])
+        return self.t0 > room
 
     def c(self, i: int, state: int) -> int:
         """Tokens of entry ``i`` at ``state`` (0 when omitted)."""
@@ -279,9 +324,10 @@ class Allocation:
 
     def _a_steps(self, i: int, exact: bool = True) -> tuple[list[int], int]:
         """Pass A's deltas for entry ``i`` (requested → floor) and the 1-based index of
-        its first step after which it hides children (0: none). Not ``exact``: a level
-        between the two that is not counted yet counts as 0 tokens, so every running sum
-        is a lower bound and the last one (the floor's, counted) is exact."""
+        its first step after which it hides children (0: none). The requested level
+        costs what :attr:`t0` holds (:meth:`_r`). Not ``exact``: a level between the two
+        that is not counted yet counts as 0 tokens, so every running sum is a lower bound
+        and the last one (the floor's, counted) is exact."""
         r, floor = self.layout.requested[i], self.f1[i]
         if r <= floor:
             return [], 0
@@ -290,7 +336,9 @@ class Allocation:
         deltas, trig = [], 0
 
         def c(s: int) -> int:
-            if exact or s in (r, floor):
+            if s == r:
+                return self._r(i)
+            if exact or s == floor:
                 return self.c(i, s)
             return max(0, self.known(i, s))
 
@@ -421,7 +469,8 @@ class Allocation:
         for i in changed:
             node = nodes[i]
             base = 5 * i
-            old_r = cost[base + requested[i]]
+            old_r = cost[base] if cost[base] >= 0 else cost[base + requested[i]]
+            self.unsettled -= cost[base] >= 0
             old_a = cost[base + self.sa[i]] if press else 0
             for s in range(5):
                 cost[base + s] = -1
@@ -625,7 +674,7 @@ class Allocation:
     def decide(self, room: int, reserve: int) -> None:
         """Decide every state for ``room`` tokens (``reserve`` kept for the footer once
         anything is left out or hidden)."""
-        if self.t0 <= room:
+        if not self.over(room):
             if self.pressure:
                 self.move_to((1, 0, 0))
             self.total, self.triggered = self.t0, False
@@ -673,6 +722,22 @@ class Allocation:
             lo = j + 1
 
     def _find_stop(self, x1: int, x2: int) -> tuple[tuple[int, int, int], int, bool]:
+        """The degrade stop for bounds ``x1`` / ``x2`` (:meth:`_search_stop`), its total
+        and whether it hides or leaves out anything. Unsettled requested costs are lower
+        bounds, so the stop found is never after the one exact counts give; the
+        unsettled entries from it on (those that keep their requested state) are settled
+        and the search repeated, until none is: then every total at or after the stop is
+        exact and every one before it, a lower bound, did not fit, which is the stop of
+        exact counts."""
+        while True:
+            stop, total, triggered = self._search_stop(x1, x2)
+            if stop[0] == 2 or not self.unsettled:
+                return stop, total, triggered
+            entry_at = self.entry_at
+            if not self._settle([i for i in entry_at[stop[1] :] if i >= 0]):
+                return stop, total, triggered
+
+    def _search_stop(self, x1: int, x2: int) -> tuple[tuple[int, int, int], int, bool]:
         t0, cap, a = self.t0, self.cap, self.a_tree
         tau = a.first_trigger()
         found = self._first_fit(x1 - t0, 0, tau)

@@ -222,7 +222,7 @@ class Projector:
         plan = self._plan(layout, budget)
         alloc = plan.alloc
         changes_text, changes_tokens = changes_section(changes, graph, cache, budget)
-        if alloc.t0 + changes_tokens > budget:
+        if alloc.over(budget - changes_tokens):
             changes_text, changes_tokens = changes_section(
                 changes, graph, cache, budget // CHANGES_SHARE
             )

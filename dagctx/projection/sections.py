@@ -162,6 +162,18 @@ class SectionCache:
         yet for this version; 0 when HIDDEN)."""
         return 0 if state == NodeState.HIDDEN else self._known(node, state)
 
+    def least(self, node: Node, state: int, min_chars: int = 0) -> int:
+        """A lower bound on :meth:`tokens` of ``node`` at ``state`` from its length
+        (:meth:`TokenCounter.least`), without counting: -1 when the section is shorter
+        than ``min_chars`` (count it instead). The render is parked like a counted one."""
+        key = (node.id, node.version, state)
+        text = self._parked.get(key)
+        if text is None:
+            text = self._parked[key] = self._render(node, state)
+        if not text or len(text) < min_chars:
+            return -1
+        return self.counter.least(len(text)) + self._extra
+
     def tokens(self, node: Node, state: int) -> int:
         """Token count of ``node``'s section at ``state`` (0 when HIDDEN)."""
         if state == NodeState.HIDDEN:
