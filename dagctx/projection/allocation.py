@@ -35,9 +35,13 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   tried: a text node with an outline has focused cuts
   (:meth:`~dagctx.nodes.text.TextNode.render_focused_cut`: the definitions matching the
   focus in full, the rest as marked outline lines), any other its first lines.
-- **Counted on demand.** Pressure counts every node at its requested state and its
-  floor; a level in between (a file's outline) is counted only when a search lands on
-  it: pass A's leaves take it as 0 tokens for their minimum running sum (a lower bound,
+- **Counted on demand.** A long requested section not counted yet starts as a lower
+  bound from its length (:meth:`Allocation._init_costs`), so :attr:`Allocation.t0` is a
+  lower bound: when it already exceeds the room no count is needed to know the budget
+  binds (:meth:`Allocation.over`), and the degrade counts only the entries that keep
+  their requested state (:meth:`Allocation._find_stop`). Pressure counts every node at
+  its floor; a level in between (a file's outline) is counted only when a search lands
+  on it: pass A's leaves take it as 0 tokens for their minimum running sum (a lower bound,
   so the search may land early; :meth:`Allocation._first_fit` checks each landing
   exactly), the fill tree keys it -INF (measured when found, passed over when it does
   not fit), as the cut tree does for a cut's first line.
