@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.cold_render import cold_render
 from benchmarks.scenarios import SCENARIOS, Row, bench, row
 from benchmarks.startup import startup
 
@@ -79,7 +80,7 @@ def render(rows: list[Row], console: Console, title: str) -> None:
 def run(quick: bool, console: Console) -> list[Row]:
     rows: list[Row] = []
     with bench(quick) as b:
-        for scenario in (*SCENARIOS, startup):
+        for scenario in (*SCENARIOS, cold_render, startup):
             started = time.perf_counter()
             console.log(f"{scenario.__name__} …")
             try:
