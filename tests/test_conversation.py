@@ -176,10 +176,14 @@ class TestMessage:
         m = s.message("assistant", "line 1\nline 2\nline 3\nline 4\nline 5")
         collapsed, summary, details, full = renders(m)
         assert collapsed == "- **assistant** (#message_1): line 1 (+4 lines)"
+        # Issue 14 item 12: the content is quoted in a fence.
         assert summary.splitlines() == [
-            "**assistant** (#message_1):", "line 1", "line 2", "line 3", "[… 2 more lines]",
+            "**assistant** (#message_1):", "```", "line 1", "line 2", "line 3", "```",
+            "[… 2 more lines]",
         ]  # fmt: skip
-        assert details == "**assistant** (#message_1)\nline 1\nline 2\nline 3\nline 4\nline 5"
+        assert details == (
+            "**assistant** (#message_1)\n```\nline 1\nline 2\nline 3\nline 4\nline 5\n```"
+        )
         assert full.splitlines()[1] == "(5 lines, 34 chars)"
         assert full.splitlines()[2:] == details.splitlines()[1:]
 
@@ -194,7 +198,9 @@ class TestMessage:
     def test_tool_messages_show_their_tool_and_call_id(self, s: Session) -> None:
         s.topic("t")
         call = s.message("tool_call", '{"q": 1}', tool_call_id="c1", name="grep")
-        assert call.render(NodeState.DETAILS) == '**tool_call** grep [c1] (#message_1)\n{"q": 1}'
+        assert call.render(NodeState.DETAILS) == (
+            '**tool_call** grep [c1] (#message_1)\n```\n{"q": 1}\n```'  # fenced: item 12
+        )
 
 
 class TestToolPairs:

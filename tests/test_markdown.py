@@ -130,10 +130,12 @@ class TestRenders:
         ]
         assert details.splitlines() == [
             f"### docs/guide.md (#{doc.id}): Guide",
+            "```markdown",  # the preamble is fenced (issue 14 item 12)
             "Intro paragraph.",
             "Second intro line.",
+            "```",
         ]
-        assert "outline:" in full and full.endswith("Second intro line.")
+        assert "outline:" in full and full.endswith("Second intro line.\n```")
 
     def test_section_states(self, s: Session) -> None:
         usage = by_heading(s.markdown("docs/guide.md"))["Usage"]
@@ -141,7 +143,9 @@ class TestRenders:
         assert collapsed == f"- ## Usage (6 lines) (#{usage.id})"
         assert summary.splitlines() == [
             f"## Usage (#{usage.id})",
+            "```markdown",  # the first lines are fenced (issue 14 item 12)
             "Run it like this:",
+            "```",
             "[… 5 more lines]",
             "- ### Advanced",
         ]

@@ -2,14 +2,16 @@
 
 One per session (a root, made by :meth:`Session.focus`). Its text is shown at the top
 of the prompt and ranks the other nodes (:mod:`dagctx.projection.relevance`); cleared,
-it is hidden and says so to the ranking (an empty focus). Must not import the session,
-the graph or the projection.
+it is hidden and says so to the ranking (an empty focus). The text is quoted
+(:mod:`dagctx._quote`): fenced, or escaped onto the heading's line when collapsed. Must
+not import the session, the graph or the projection.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from dagctx._quote import fence, inline
 from dagctx.nodes.base import Node, NodeState
 
 
@@ -41,10 +43,10 @@ class FocusNode(Node):
         return "focus"
 
     def render_state(self, state: NodeState) -> str:
-        text = self.text or "(none)"
         if state == NodeState.COLLAPSED:
-            return f"## Focus (#{self.id}): {text.split(chr(10), 1)[0][:80]}"
-        return f"## Focus (#{self.id})\n{text}"
+            first = inline((self.text or "(none)").split("\n", 1)[0][:80])
+            return f"## Focus (#{self.id}): {first}"
+        return f"## Focus (#{self.id})\n{fence(self.text) if self.text else '(none)'}"
 
     def data_dict(self) -> dict[str, Any]:
         return {"text": self.text}

@@ -14,6 +14,11 @@ path (the headings from the top down to them, with a counter for repeated headin
 only the sections whose text changed bump their version; new sections become new
 children and vanished ones are removed, each with a trace. The document's own version
 bumps only when its title, outline or preamble changed.
+
+What comes from the file cannot forge the projection's structure (:mod:`dagctx._quote`):
+headings, the title and the path are escaped onto one line; the preamble and each
+section's body (and a summary's first lines) are fenced as ``markdown`` with a fence
+longer than any backtick run in them, so they still read as markdown.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from markdown_it import MarkdownIt
 
+from dagctx._fs import display_path
 from dagctx._plural import counted
+from dagctx._quote import fence, inline
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.text import DEFAULT_MAX_BYTES, ReadResult, TextNode
 
@@ -88,6 +95,11 @@ def parse_sections(lines: list[str]) -> tuple[list[str], list[_Section]]:
     return preamble, roots
 
 
+def _fenced(lines: list[str]) -> list[str]:
+    """``lines`` inside one ``markdown`` fence (none when there are no lines)."""
+    return [fence("\n".join(lines), "markdown")] if lines else []
+
+
 def _walk(sections: list[_Section], depth: int = 0) -> Iterator[tuple[int, _Section]]:
     for section in sections:
         yield depth, section
@@ -132,12 +144,13 @@ class MarkdownSectionNode(Node):
         return f"{self.doc_path} § {self.heading}"
 
     def _head(self) -> str:
-        return f"{'#' * self.level} {self.heading} (#{self.id})"
+        return f"{'#' * self.level} {inline(self.heading)} (#{self.id})"
 
     def render_state(self, state: NodeState) -> str:
         n = len(self.body)
         if state == NodeState.COLLAPSED:
-            return f"- {'#' * self.level} {self.heading} ({counted(n, 'line')}) (#{self.id})"
+            heading = inline(self.heading)
+            return f"- {'#' * self.level} {heading} ({counted(n, 'line')}) (#{self.id})"
         if state == NodeState.SUMMARY:
             first: list[str] = []
             for line in self.body:
@@ -147,11 +160,11 @@ class MarkdownSectionNode(Node):
                     continue
                 first.append(line)
             shown = first[:SUMMARY_LINES]
-            lines = [self._head(), *shown]
+            lines = [self._head(), *_fenced(shown)]
             if n > len(shown):
                 lines.append(f"[… {n - len(shown)} more lines]")
             subs = [c for c in self.children if isinstance(c, MarkdownSectionNode)]
-            lines += [f"- {'#' * c.level} {c.heading}" for c in subs]
+            lines += [f"- {'#' * c.level} {inline(c.heading)}" for c in subs]
             return "\n".join(lines)
         return self.render_cut(state, n)
 
@@ -160,15 +173,16 @@ class MarkdownSectionNode(Node):
         return len(self.body)
 
     def render_cut(self, state: NodeState, keep: int) -> str:
-        """The heading and the first ``keep`` body lines (ALL: under the breadcrumb)."""
-        lines = [self._head(), *self.body[:keep]]
+        """The heading and the first ``keep`` body lines, fenced (ALL: under the
+        breadcrumb)."""
+        lines = [self._head(), *_fenced(self.body[:keep])]
         if keep < len(self.body):
             lines.append(
                 f"[… {len(self.body) - keep} more lines of this section cut to fit the budget]"
             )
         if state >= NodeState.ALL:
-            crumbs = " › ".join([self.doc_path, *(h for h, _ in self.key)])
-            lines.insert(0, f"[{crumbs}]")
+            crumbs = " › ".join([display_path(self.doc_path), *(h for h, _ in self.key)])
+            lines.insert(0, f"[{inline(crumbs)}]")
         return "\n".join(lines)
 
     def data_dict(self) -> dict[str, Any]:
@@ -343,19 +357,21 @@ class MarkdownNode(TextNode):
     # -- rendering --------------------------------------------------------------------
 
     def _outline(self) -> list[str]:
-        return [f"{'  ' * depth}- {s.heading}" for depth, s in _walk(self._tree)]
+        return [f"{'  ' * depth}- {inline(s.heading)}" for depth, s in _walk(self._tree)]
 
     def _head(self) -> str:
-        return f"### {self.path} (#{self.id}): {self.title}"
+        return f"### {display_path(self.path)} (#{self.id}): {inline(self.title)}"
 
     def render_state(self, state: NodeState) -> str:
+        path = display_path(self.path)
         if self.placeholder is not None:
             if state == NodeState.COLLAPSED:
-                return f"- {self.path} {self.placeholder} (#{self.id})"
+                return f"- {path} {self.placeholder} (#{self.id})"
             return f"{self._head()}\n{self.placeholder}"
         count = sum(1 for _ in _walk(self._tree))
         if state == NodeState.COLLAPSED:
-            return f"- {self.path}: {self.title} (markdown, {count} sections) (#{self.id})"
+            title = inline(self.title)
+            return f"- {path}: {title} (markdown, {count} sections) (#{self.id})"
         if state == NodeState.SUMMARY:
             return "\n".join([self._head(), "outline:", *(self._outline() or ["(no headings)"])])
         return self.render_cut(state, len(self.preamble))
@@ -365,11 +381,12 @@ class MarkdownNode(TextNode):
         return 0 if self.placeholder is not None else len(self.preamble)
 
     def render_cut(self, state: NodeState, keep: int) -> str:
-        """The header and the first ``keep`` preamble lines (ALL: after the outline)."""
+        """The header and the first ``keep`` preamble lines, fenced (ALL: after the
+        outline)."""
         lines = [self._head()]
         if state >= NodeState.ALL:
             lines += ["outline:", *(self._outline() or ["(no headings)"])]
-        lines += self.preamble[:keep]
+        lines += _fenced(self.preamble[:keep])
         if keep < len(self.preamble):
             lines.append(
                 f"[… {len(self.preamble) - keep} more preamble lines cut to fit the budget]"

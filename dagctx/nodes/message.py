@@ -8,6 +8,10 @@ added (:meth:`~dagctx.session.conversation.ConversationVerbs.message`); the pair
 serialized with the node. A paired message whose companion has left the graph is never
 shown again (it could only be shown alone).
 
+The content (a tool result's too) is quoted (:mod:`dagctx._quote`): fenced in full, the
+first line escaped onto its line when collapsed; the tool name and call id are escaped,
+so no message can forge a section heading or another message.
+
 Messages default to priority 70; among equal priorities the projection degrades the
 older message first, so under budget pressure old messages collapse before recent ones.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from dagctx._quote import fence, inline
 from dagctx.errors import NodeFieldError
 from dagctx.nodes.base import Node, NodeState
 
@@ -119,23 +124,24 @@ class MessageNode(Node):
     def _header(self) -> str:
         parts = [f"**{self.role}**"]
         if self.name:
-            parts.append(self.name)
+            parts.append(inline(self.name))
         if self.tool_call_id:
-            parts.append(f"[{self.tool_call_id}]")
+            parts.append(f"[{inline(self.tool_call_id)}]")
         return " ".join(parts) + f" (#{self.id})"
 
     def render_state(self, state: NodeState) -> str:
         lines = self.content.split("\n") if self.content else []
         if state == NodeState.COLLAPSED:
-            first = _clip(lines[0], PREVIEW_CHARS) if lines else "(empty)"
+            first = inline(_clip(lines[0], PREVIEW_CHARS)) if lines else "(empty)"
             extra = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
             return f"- {self._header()}: {first}{extra}"
         if state == NodeState.SUMMARY:
             shown = [_clip(line, SUMMARY_LINE_CHARS) for line in lines[:SUMMARY_LINES]]
             rest = len(lines) - len(shown)
             more = [f"[… {rest} more lines]"] if rest > 0 else []
-            return "\n".join([f"{self._header()}:", *(shown or ["(empty)"]), *more])
-        body = self.content if self.content else "(empty)"
+            body = fence("\n".join(shown)) if shown else "(empty)"
+            return "\n".join([f"{self._header()}:", body, *more])
+        body = fence(self.content) if self.content else "(empty)"
         if state == NodeState.DETAILS:
             return f"{self._header()}\n{body}"
         return f"{self._header()}\n{self._metadata(len(lines))}\n{body}"

@@ -9,6 +9,7 @@ takes no new messages.
 Under budget pressure an active topic stays expanded (:meth:`TopicNode.min_state`): its
 oldest messages collapse and are left out first. A closed topic is history: its default
 priority drops below the messages' and it may fold into its summary like any container.
+The title is escaped onto its heading's line (:func:`dagctx._quote.inline`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, ClassVar
 
+from dagctx._quote import inline
 from dagctx.errors import NodeFieldError
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.message import ROLES, MessageNode
@@ -89,7 +91,7 @@ class TopicNode(Node):
         return self.title
 
     def _header(self, detail: str) -> str:
-        return f"## Topic: {self.title} (#{self.id}, {self.status}{detail})"
+        return f"## Topic: {inline(self.title)} (#{self.id}, {self.status}{detail})"
 
     def render_state(self, state: NodeState) -> str:
         messages = self.messages()

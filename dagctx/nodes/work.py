@@ -7,7 +7,8 @@ claim once per tick, and the node derives from that list its status (``active``,
 ``expired`` when its claim lapsed without a heartbeat), its conflicts (other agents'
 claims overlapping its files where one side writes) and the other agents' claims. The
 version bumps only when one of these differs (early cutoff): heartbeats and expiry times
-are never rendered.
+are never rendered. Every rendered line is escaped onto its line
+(:func:`dagctx._quote.inline`): intents, paths and agent names come from other agents.
 
 The board reference is not serialized: a node rebuilt by
 :meth:`~dagctx.nodes.base.Node.from_dict` is detached and renders what it last saw.
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
+from dagctx._quote import inline
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.runtime.coordination import Claim, Conflict, WorkBoard, agent_label, find_conflicts
 
@@ -205,13 +207,17 @@ class WorkNode(Node):
         return f"- {p.agent}: {p.intent!r} ({p.mode}: {files}){claim}"
 
     def render_state(self, state: NodeState) -> str:
+        return "\n".join(inline(line) for line in self._lines(state))
+
+    def _lines(self, state: NodeState) -> list[str]:
+        """The render's lines, unescaped."""
         n = len(self.conflicts)
         conflicts = f"{n} conflict{'s' * (n != 1)}"
         if state == NodeState.COLLAPSED:
-            return (
+            return [
                 f"- work #{self.id}: {self.intent} ({self.status}; {self.access}"
                 f" {self._files_line(3)}; {conflicts})"
-            )
+            ]
         header = f"### Work: {self.intent} (#{self.id}, {self.status})"
         if state == NodeState.SUMMARY:
             lines = [header, f"{self.access}: {self._files_line(10)}"]
@@ -221,7 +227,7 @@ class WorkNode(Node):
             else:
                 lines.append("no conflicts")
             lines.append(f"other agents: {len(self.peers)} active claims")
-            return "\n".join(lines)
+            return lines
         full = state >= NodeState.ALL
         agent = agent_label(self.agent_name, self.agent_id)
         lines = [header, f"agent: {agent}; mode: {self.access}"]
@@ -237,7 +243,7 @@ class WorkNode(Node):
             lines.extend(self._peer_line(p, full) for p in peers)
             if len(peers) < len(self.peers):
                 lines.append(f"- … {len(self.peers) - len(peers)} more")
-        return "\n".join(lines)
+        return lines
 
     # -- serialization ----------------------------------------------------------------
 
