@@ -75,10 +75,13 @@ class VizServer:
         self._closing = asyncio.Event()
 
     def publish(self, result: TickResult) -> None:
-        """Show ``result``'s projection, its changed nodes highlighted, and tell every
-        open page."""
+        """Show ``result``'s projection and tell every open page. The nodes its tick
+        changed directly are highlighted (not their ancestors, which change with them);
+        none at turn 1, whose changes are the building of the graph, as in the
+        projection's own changes section."""
         self.turn = result.turn
-        self._show(result.projection, (t.node_id for t in result.changes))
+        changed = [t.node_id for t in result.changes if not t.derived]
+        self._show(result.projection, changed if result.turn > 1 else ())
 
     def _show(self, projection: Projection, changed: Iterable[str]) -> None:
         self.projection = projection
