@@ -5,12 +5,15 @@ projection's relevance score.
 ``search_knowledge`` indexes). :func:`terms` goes further for matching code against a
 task: each token is also split at snake_case and camelCase boundaries, English stop words
 are dropped and a light suffix strip makes ``checkpoints``, ``restored`` and ``restore``
-meet. Pure functions; must not import anything of dagctx.
+meet; each distinct token's terms are made once and kept in a bounded cache, so a text
+costs about what splitting it into tokens does. Pure functions (the cache changes no
+result); must not import anything of dagctx.
 """
 
 from __future__ import annotations
 
 import re
+from itertools import chain
 
 _TOKEN = re.compile(r"\w+")
 _PIECE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -72,17 +75,35 @@ def stem(word: str) -> str:
     return word
 
 
+def _token_terms(raw: str) -> tuple[str, ...]:
+    """The terms of one token (:func:`terms` of a text that is that token alone)."""
+    word = raw.casefold()
+    if word in _STOP:
+        return ()
+    out = [stem(word)]
+    parts = _PIECE.findall(raw)
+    if len(parts) > 1:
+        out.extend(stem(p.casefold()) for p in parts if p.casefold() not in _STOP)
+    return tuple(out)
+
+
+class _TermCache(dict[str, tuple[str, ...]]):
+    """Token → its terms, made on first use; emptied when it holds :data:`TERMS_KEPT`
+    tokens (the terms of a token never change: only the time to make them again is lost)."""
+
+    def __missing__(self, raw: str) -> tuple[str, ...]:
+        if len(self) >= TERMS_KEPT:
+            self.clear()
+        made = self[raw] = _token_terms(raw)
+        return made
+
+
+TERMS_KEPT = 200_000  # tokens whose terms are kept (a code base has far fewer distinct ones)
+_terms_of = _TermCache()
+
+
 def terms(text: str) -> list[str]:
     """Matching terms of ``text``: each token stemmed, and for a compound identifier
     (``restore_checkpoint``, ``CheckpointStore``) its stemmed parts too; stop words
     left out."""
-    out: list[str] = []
-    for raw in _TOKEN.findall(text):
-        word = raw.casefold()
-        if word in _STOP:
-            continue
-        out.append(stem(word))
-        parts = _PIECE.findall(raw)
-        if len(parts) > 1:
-            out.extend(stem(p.casefold()) for p in parts if p.casefold() not in _STOP)
-    return out
+    return list(chain.from_iterable(map(_terms_of.__getitem__, _TOKEN.findall(text))))

@@ -84,6 +84,34 @@ class TestWords:
         assert set(terms("CheckpointStore")) >= {"checkpoint", "stor"}
         assert stem("class") == "class" and stem("restoring") == "restor"
 
+    @settings(max_examples=200, deadline=None)
+    @given(text=st.text(st.sampled_from("aAbBzZ_é9 .\n-"), max_size=80), kept=st.integers(1, 4))
+    def test_terms_are_made_once_per_token_and_kept_within_bounds(
+        self, text: str, kept: int
+    ) -> None:
+        """A token's terms come from a cache (each distinct token made once, the cache
+        emptied when full): the same terms as a text made of that token alone, in order,
+        however full the cache is."""
+        from dagctx import _words
+
+        expected: list[str] = []  # the definition, token by token
+        for raw in _words._TOKEN.findall(text):
+            if raw.casefold() in _words._STOP:
+                continue
+            expected.append(stem(raw.casefold()))
+            parts = [p.casefold() for p in _words._PIECE.findall(raw)]
+            if len(parts) > 1:
+                expected.extend(stem(p) for p in parts if p not in _words._STOP)
+        old = _words.TERMS_KEPT
+        _words.TERMS_KEPT = kept
+        try:
+            _words._terms_of.clear()
+            assert terms(text) == expected
+            assert len(_words._terms_of) <= kept
+        finally:
+            _words.TERMS_KEPT = old
+        assert terms(text) == expected
+
 
 class TestFocusVerb:
     def test_applied_at_the_next_tick_as_a_change(self, repo: Path) -> None:
