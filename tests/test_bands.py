@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 from dagctx import Session
 from dagctx.nodes.base import Trace
 from dagctx.projection import Projection, SectionCache, build_projection
-from dagctx.projection.bands import CONVERSATION, STABLE, VOLATILE, band_of
+from dagctx.projection.bands import (
+    CONVERSATION,
+    HELD_STEPS,
+    STABLE,
+    VOLATILE,
+    band_of,
+    workspace_room,
+)
 
 
 def write(root: Path, name: str, body: str) -> None:
@@ -108,3 +115,51 @@ class TestProperties:
                 p = r.projection
                 assert p.tokens <= budget
                 assert p.text == fresh(s, budget, r.changes).text
+
+
+class TestReservation:
+    """Under pressure the later bands' growth is reserved in steps, so the workspace's
+    allocation does not move with every message (bands.workspace_room)."""
+
+    def test_new_messages_under_pressure_leave_the_workspace_unchanged(
+        self, tmp_path: Path
+    ) -> None:
+        for i in range(30):
+            body = "".join(f"def f{i}_{j}(x):\n    return x + {j}\n" for j in range(30))
+            write(tmp_path, f"m{i:02}.py", body)
+        with Session(tmp_path, budget=4000) as s:
+            for i in range(30):
+                s.text(f"m{i:02}.py")
+            s.topic("work")
+            s.message("user", "go")
+            first = s.tick().projection
+            assert first.omitted or first.degraded  # the budget binds
+            workspace = first.text[: first.band_ends[0]]
+            kept = 0
+            for turn in range(12):
+                s.message("assistant", f"turn {turn}: working on it")
+                p = s.tick().projection
+                assert p.tokens <= 4000
+                kept += p.text[: p.band_ends[0]] == workspace
+                workspace = p.text[: p.band_ends[0]]
+            # the messages grow by about 15 tokens a turn: the reservation's step (125)
+            # is crossed at most twice
+            assert kept >= 10
+
+    @given(
+        budget=st.integers(0, 200_000),
+        changes=st.integers(0, 5_000),
+        held=st.integers(0, 50_000),
+        more=st.integers(0, 100),
+    )
+    def test_the_workspace_room_is_within_a_step_and_moves_in_steps(
+        self, budget: int, changes: int, held: int, more: int
+    ) -> None:
+        room = workspace_room(budget, changes, held)
+        step = max(1, budget // HELD_STEPS)
+        assert room <= max(0, budget - changes)
+        assert room >= budget - changes - step + 1 or room == 0
+        # what the later bands add inside one step leaves the workspace its room
+        grown = workspace_room(budget, changes, held + more)
+        if (changes + held + more - 1) // step == (changes + held - 1) // step:
+            assert grown - (held + more) == room - held or grown == 0 or room == 0

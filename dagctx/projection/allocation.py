@@ -675,9 +675,11 @@ class Allocation:
             else:
                 self.set_state(i, old)
 
-    def decide(self, room: int, reserve: int) -> None:
+    def decide(self, room: int, reserve: int, held: int = 0) -> None:
         """Decide every state for ``room`` tokens (``reserve`` kept for the footer once
-        anything is left out or hidden)."""
+        anything is left out or hidden). ``held`` of the room is what the sections
+        outside the stable band need at their requested states: the breadth-first share
+        applies to the rest, so that their growth does not move it."""
         if not self.over(room):
             if self.pressure:
                 self.move_to((1, 0, 0))
@@ -687,7 +689,7 @@ class Allocation:
         # Breadth before depth: degrade as far as a share of the room needs, so the
         # rest can show the next nodes as outlines; when names alone do not fit that
         # share (pass B would leave nodes out), degrade for the whole room instead.
-        share = room * FULL_SHARE // 100
+        share = max(0, room - held) * FULL_SHARE // 100 + min(room, held)
         stop, total, triggered = self._find_stop(share, share - reserve)
         if stop[0] == 2 or stop[1] >= self._top_file_slot():  # keep the best file whole
             stop, total, triggered = self._find_stop(room, room - reserve)

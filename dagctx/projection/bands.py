@@ -16,6 +16,15 @@ A band depends only on the node, never on the budget: the same graph gives the s
 order (determinism), and an unbudgeted render is ordered the same way (fidelity). When
 one node changes, the text before its section is byte-identical to the previous turn's.
 
+The later bands grow every turn (a new message, the session node's turn), and so does
+the "changes since last turn" section; if the workspace got whatever they leave, its
+allocation would move with every message and rewrite the stable band. So under pressure
+the workspace gets the budget less a *reservation* for them that grows in steps of
+``budget // HELD_STEPS`` (:func:`workspace_room`): while what they need stays inside one
+step, the allocation sees the same room for the workspace and decides the same states.
+The reservation is a function of what the later bands hold now, never of earlier turns,
+so the projection stays a function of the graph, the focus and the budget.
+
 Reads nodes only; must not import the projector, the allocation or the session.
 """
 
@@ -29,6 +38,7 @@ from dagctx.nodes.message import MessageNode
 from dagctx.nodes.topic import TopicNode
 
 STABLE, CONVERSATION, VOLATILE = range(3)
+HELD_STEPS = 32  # the later bands' reservation grows in steps of budget // HELD_STEPS
 
 _T = TypeVar("_T")
 
@@ -58,3 +68,14 @@ def ends(texts: Sequence[str], bands: Sequence[int]) -> list[int]:
         if k + 1 == len(texts) or bands[k + 1] != bands[k]:
             out.append(offset)
     return out
+
+
+def workspace_room(budget: int, changes: int, held: int) -> int:
+    """The room the allocation decides over when everything does not fit in ``budget``:
+    ``held`` (the later bands' sections at their requested states) plus what is left
+    after reserving ``changes + held`` (with the changes section's ``changes`` tokens)
+    rounded up to a step of ``budget // HELD_STEPS``. At most ``budget - changes``, and
+    at most one step (about 3 % of the budget) less."""
+    step = max(1, budget // HELD_STEPS)
+    reserved = -(-(changes + held) // step) * step
+    return max(0, budget - reserved + held)

@@ -19,7 +19,8 @@ plan as changed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from dagctx._plural import counted
@@ -35,7 +36,7 @@ from dagctx.projection.assembly import (
     changes_section,
     footer,
 )
-from dagctx.projection.bands import band_of, ends, in_bands
+from dagctx.projection.bands import STABLE, band_of, ends, in_bands, workspace_room
 from dagctx.projection.layout import Layout
 from dagctx.projection.prefix import stable_prefix
 from dagctx.projection.relevance import Relevance
@@ -63,6 +64,7 @@ class Projector:
     """Builds projections of ``graph`` incrementally (see the module docstring)."""
 
     __slots__ = (
+        "_held",
         "_key",
         "_labels_shared",
         "_lock",
@@ -92,6 +94,9 @@ class Projector:
         self._releveled: list[tuple[int, list[int]]] = []
         self._lock = threading.Lock()
         self._key = ""  # the cache key of the projection being built
+        # the tokens of each entry's section at its requested state, for entries outside
+        # the stable band (0 for the others), and their sum at index -1
+        self._held = array("q")
 
     # -- layout -----------------------------------------------------------------------
 
@@ -109,7 +114,21 @@ class Projector:
         self.prio = [(0 if ref[i] else n.priority) for i, n in enumerate(nodes)]
         self._labels_shared = self._prio_shared = False
         self._mark = len(self.graph.traces)
+        self._held = array("q", bytes(8 * (len(layout) + 1)))
+        self._hold(range(len(layout)))
         return layout
+
+    def _hold(self, entries: Iterable[int]) -> None:
+        """Recount :attr:`_held` for ``entries`` (their nodes may have changed)."""
+        layout, held, cache = self.layout, self._held, self.cache
+        assert layout is not None
+        nodes, ref, requested = layout.nodes, layout.ref, layout.requested
+        for i in entries:
+            new = 0
+            if not ref[i] and band_of(nodes[i]) != STABLE:
+                new = cache.tokens(nodes[i], requested[i])
+            held[-1] += new - held[i]
+            held[i] = new
 
     def _current_layout(self) -> Layout:
         """The layout, rebuilt if structure or a requested state changed since."""
@@ -160,6 +179,7 @@ class Projector:
             moved = relevance.relevel(layout, changed)
             if moved:
                 self._releveled.append((self._mark, moved))
+        self._hold(changed)
         return layout
 
     # -- projection -------------------------------------------------------------------
@@ -227,7 +247,10 @@ class Projector:
                 changes, graph, cache, budget // CHANGES_SHARE
             )
         room = max(0, budget - changes_tokens)
-        alloc.decide(room, min(FOOTER_TOKENS, budget // 20))
+        held = self._held[-1]
+        if alloc.over(room):  # the later bands' growth must not move the workspace
+            room = min(room, workspace_room(budget, changes_tokens, held))
+        alloc.decide(room, min(FOOTER_TOKENS, budget // 20), held)
         alloc.drop_lone_companions(layout.first)
         if self._moves(alloc):
             projection = self._assemble_slow(plan, budget, changes_text, changes_tokens, previous)
