@@ -2,7 +2,8 @@
 ``benchmarks/results.json``, exit 1 if a target is missed.
 
 ``--quick`` runs fewer repeats and smaller sweeps (1k → 10k nodes instead of → 100k) so
-that the whole run stays under a minute. The watch scenarios come from
+that the whole run stays under a minute. The README-tour rows (running text nodes, no
+``file_changed``) come from ``benchmarks.tour``; the watch scenarios from
 ``benchmarks.bench_watch`` when that module is present.
 """
 
@@ -24,6 +25,7 @@ from rich.table import Table
 from benchmarks.cold_render import cold_render
 from benchmarks.scenarios import SCENARIOS, Row, bench, row
 from benchmarks.startup import startup
+from benchmarks.tour import tour
 
 RESULTS = Path(__file__).with_name("results.json")
 
@@ -80,7 +82,7 @@ def render(rows: list[Row], console: Console, title: str) -> None:
 def run(quick: bool, console: Console) -> list[Row]:
     rows: list[Row] = []
     with bench(quick) as b:
-        for scenario in (*SCENARIOS, cold_render, startup):
+        for scenario in (*SCENARIOS, tour, cold_render, startup):
             started = time.perf_counter()
             console.log(f"{scenario.__name__} …")
             try:

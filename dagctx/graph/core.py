@@ -25,7 +25,7 @@ order and node states; content is not saved (nodes are live objects).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from dagctx._validate import is_int
@@ -56,7 +56,12 @@ class ContextGraph:
         #: Every recorded change, by absolute position, with bounded retention.
         self.traces = TraceLog()
         self._kept_traces = self.traces._items  # the log's own list (record_change)
+        #: Running nodes with a tick frequency that a tick recomputes when due.
         self.scheduled: dict[str, Node] = {}
+        #: Set by a session: running nodes with a :meth:`~Node.watch_path` go to it, as
+        #: ``watcher(node, running)``, instead of into :attr:`scheduled` (and
+        #: ``watcher(node, False)`` when they stop running or leave the graph).
+        self.watcher: Callable[[Node, bool], None] | None = None
         self.clock = 0
         #: Bumped by every change of nodes, edges, child order or root order (caches of
         #: the walk compare it).
@@ -150,6 +155,8 @@ class ContextGraph:
         del self._nodes[node.id]
         self._roots.pop(node.id, None)
         self.scheduled.pop(node.id, None)
+        if self.watcher is not None and node.watch_path() is not None:
+            self.watcher(node, False)
         self._batch_origins.pop(node.id, None)
         node.graph = None
         for child in orphans:
@@ -434,8 +441,12 @@ class ContextGraph:
     # -- scheduling -------------------------------------------------------------------
 
     def schedule_changed(self, node: Node) -> None:
-        """Keep :attr:`scheduled` (running nodes with a tick frequency) up to date."""
-        if node.mode == "running" and node.frequency.kind != "never":
+        """Keep :attr:`scheduled` (running nodes with a tick frequency) up to date, or
+        tell :attr:`watcher` whether a node with a watch path runs."""
+        running = node.mode == "running" and node.frequency.kind != "never"
+        if self.watcher is not None and node.watch_path() is not None:
+            self.watcher(node, running)
+        elif running:
             self.scheduled[node.id] = node
         else:
             self.scheduled.pop(node.id, None)

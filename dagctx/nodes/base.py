@@ -305,6 +305,12 @@ class Node:
         if self.graph is not None:
             self.graph.schedule_changed(self)
 
+    def watch_path(self) -> str | None:
+        """The absolute path of the one file :meth:`recompute` reads, for a session to
+        learn of its changes from the OS instead of recomputing the node every tick
+        (:mod:`dagctx.session.parts.files`); None (the default): recomputed when due."""
+        return None
+
     def recompute(self) -> bool:
         """Refresh the content from its source; return whether it changed.
 

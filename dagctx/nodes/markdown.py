@@ -261,12 +261,13 @@ class MarkdownNode(TextNode):
         collect(self)
         return out
 
-    def recompute(self) -> bool:
-        """Re-read the file if its mtime or size changed; re-parse it if its content
-        changed, and update only the sections that changed. Return whether anything did."""
+    def recompute(self, *, changed: bool = False) -> bool:
+        """Re-read the file if its stat key changed (or ``changed``: the OS reported a
+        change); re-parse it if its content changed, and update only the sections that
+        changed. Return whether anything did."""
         if not self._synced:
             return self.sync_sections()
-        if not self._reread():
+        if not self._reread(changed):
             return False
         return self.sync_sections()
 

@@ -351,21 +351,28 @@ class TextNode(Node):
         """The file's :func:`stat_key`."""
         return stat_key(os.path.join(str(self.root), self.path))
 
-    def _reread(self) -> bool:
+    def watch_path(self) -> str:
+        """The file's absolute path (a session learns of its changes from the OS)."""
+        return os.path.join(str(self.root), self.path)
+
+    def _reread(self, changed: bool = False) -> bool:
         """Re-read the file if its stat key changed (content, permissions, identity or
-        type; or it cannot be stat-ed and was not already shown as deleted); return
-        whether what the node shows changed."""
-        key = self._key()
-        if key is not None and key == self._stat:
-            return False
-        if key is None and self.placeholder == "[file deleted]":
-            return False
+        type; or it cannot be stat-ed and was not already shown as deleted), or at once
+        when ``changed`` (the OS reported a change: a rewrite of the same size within one
+        tick of a coarse filesystem clock keeps the key); return whether what the node
+        shows changed."""
+        if not changed:
+            key = self._key()
+            if key is not None and key == self._stat:
+                return False
+            if key is None and self.placeholder == "[file deleted]":
+                return False
         return self._load(self._read())
 
-    def recompute(self) -> bool:
-        """Re-read the file if its stat key changed; bump the version only if the
-        shown content differs."""
-        if not self._reread():
+    def recompute(self, *, changed: bool = False) -> bool:
+        """Re-read the file if its stat key changed, or when ``changed`` says the OS
+        reported a change to it; bump the version only if the shown content differs."""
+        if not self._reread(changed):
             return False
         self.mark_changed(
             "file deleted" if self.placeholder == "[file deleted]" else "content changed"

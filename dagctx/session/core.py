@@ -11,7 +11,9 @@ runs, in order:
 
 1. apply queued background results and pending file changes; mark held locks whose
    lock file vanished or was replaced as lost;
-2. recompute each running node whose frequency is due;
+2. recompute each running node whose frequency is due; a running file node only when the
+   OS reported a change to its file, or it is new, or it is polled
+   (:mod:`dagctx.session.parts.files`);
 3. collect the traces of this turn;
 4. notify ancestors (each once per tick, children first) and refresh stale summaries;
 5. build the projection.
@@ -48,6 +50,7 @@ from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.group import GroupNode, Summarizer
 from dagctx.nodes.text import TextNode
 from dagctx.projection import Projection, SectionCache, build_projection
+from dagctx.session.parts.files import FileWatch
 from dagctx.session.parts.intake import Intake
 from dagctx.session.parts.jobs import Jobs
 from dagctx.session.parts.mcp import MCPClients
@@ -165,6 +168,8 @@ class SessionCore:
         self._jobs = Jobs(self.background, self._intake)  # shell commands and locks
         self._mcp = MCPClients(self.background, self._intake)  # MCP servers, connections
         self._work = Coordination()  # the work board; its store opens on first use
+        self._files = FileWatch(self.root)  # running file nodes, told of changes by the OS
+        self.graph.watcher = self._files.track
         self._path_index: dict[str, list[TextNode]] = {}
         # Trace cursors: where the next tick's changes start, and where the last tick's
         # started (kept for a resumed watcher); both keep their traces in the log.
@@ -200,12 +205,12 @@ class SessionCore:
 
         In this order: the :meth:`on_close` callbacks, last registered first (every part
         still works then, but the session is marked closed, so verbs that start new work
-        refuse); then the parts, in the reverse of their creation order: the work board
-        (releasing this agent's claims), the MCP servers (stopped), the jobs (every lock
-        released, every running command killed and waited for), the intake (queued
-        results dropped), and last the background loop (its remaining tasks cancelled,
-        its thread joined). Every step runs even if an earlier one raises; the first
-        error is raised once all have run.
+        refuse); then the parts, in the reverse of their creation order: the file watch
+        (its inotify instance closed), the work board (releasing this agent's claims),
+        the MCP servers (stopped), the jobs (every lock released, every running command
+        killed and waited for), the intake (queued results dropped), and last the
+        background loop (its remaining tasks cancelled, its thread joined). Every step
+        runs even if an earlier one raises; the first error is raised once all have run.
         """
         if self.closed:
             return
@@ -213,6 +218,7 @@ class SessionCore:
         callbacks, self._closers = self._closers[::-1], []
         steps = [
             *callbacks,
+            self._files.close,
             self._work.close,
             self._mcp.close,
             self._jobs.close,
@@ -469,12 +475,23 @@ class SessionCore:
         return TickResult(self.turn, changes, recomputed, projection, time.perf_counter() - started)
 
     def _recompute_due(self, now: float) -> list[str]:
+        """Recompute the due running nodes: the scheduled ones, and the file nodes the
+        file watch names (new, polled, or told of a change by the OS)."""
         recomputed = []
         for node in list(self.graph.scheduled.values()):
             if node.frequency.is_due(now, node.last_run):
                 node.last_run = now
                 if node.recompute():
                     recomputed.append(node.id)
+        checks, changed = self._files.due(now)
+        for file_node in checks:
+            file_node.last_run = now
+            if file_node.recompute():
+                recomputed.append(file_node.id)
+        for file_node in changed:
+            file_node.last_run = now
+            if file_node.recompute(changed=True):
+                recomputed.append(file_node.id)
         return recomputed
 
     async def _refresh_summaries(self) -> None:

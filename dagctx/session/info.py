@@ -1,4 +1,6 @@
-"""The session-metadata verb: ``session_node()`` adds the session's own SessionNode.
+"""The session-metadata verbs: ``session_node()`` adds the session's own SessionNode;
+``file_watch()`` says how the session learns that the files of its running file nodes
+changed (OS notifications or polling, and why).
 
 The node (:class:`~dagctx.nodes.session_node.SessionNode`) is recomputed every tick and
 rendered in the projection's volatile tail; a session has at most one attached to it.
@@ -9,10 +11,19 @@ from __future__ import annotations
 from dagctx.nodes.base import NodeState
 from dagctx.nodes.session_node import SessionNode
 from dagctx.session.core import SessionCore
+from dagctx.session.parts.files import FileWatchInfo
 
 
 class SessionInfoVerbs(SessionCore):
-    """``session_node`` of a :class:`~dagctx.session.Session`."""
+    """``session_node`` and ``file_watch`` of a :class:`~dagctx.session.Session`."""
+
+    def file_watch(self) -> FileWatchInfo:
+        """How the running file nodes (``text``, ``markdown``) learn of changes: mode
+        ``"notify"`` (OS notifications; ``polled_files`` of them stat-checked at every
+        tick anyway) or ``"polling"`` (notifications are not available: every one is
+        stat-checked at every tick), with the reason anything is polled. Known once the
+        session has ticked."""
+        return self._files.info()
 
     def session_node(self, *, state: NodeState | str | None = None) -> SessionNode:
         """Return the session's SessionNode, adding it (as a root) on the first call.

@@ -12,7 +12,9 @@ before it, never the ones after it):
 4. :class:`~.mcp.MCPClients`: MCP servers by name and their live connections (on 1,
    reporting into 2);
 5. :class:`~.work.Coordination`: the session's work board (agent + coordination store;
-   the store is opened on first use, not by creating the part).
+   the store is opened on first use, not by creating the part);
+6. :class:`~.files.FileWatch`: the running file nodes and the OS watches (inotify) that
+   tell the tick which of their files changed (the instance is opened at the first tick).
 
 A part knows nothing of ``Session``: it gets the parts it uses as constructor arguments
 and is driven by the verbs (:mod:`dagctx.session.jobs`, ...). Must not import
