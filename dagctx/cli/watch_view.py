@@ -304,13 +304,16 @@ class LogView:
 
 
 class LiveView:
-    """A rich ``Live`` panel redrawn after each tick."""
+    """A rich ``Live`` panel redrawn after each tick; the first says what the first scan
+    found, or, for a resumed session, which files changed while it was not watched."""
 
     def __init__(self, session: Session, outputs: Outputs, console: Console) -> None:
         self.session = session
         self.outputs = outputs
         self._live = Live(console=console, auto_refresh=False, transient=False)
         self._first = True
+        #: The turn a resumed session was saved after (None: a new session, scanned).
+        self._resumed_after = session.turn or None
 
     def update(self, result: TickResult, write_seconds: float) -> None:
         if self._first:
@@ -322,9 +325,15 @@ class LiveView:
         p = result.projection
         budget, sections = _usage(result)
         changes = describe_changes(self.session, result)
-        if self._first:
+        if self._first and self._resumed_after is None:
             files = sum(isinstance(n, TextNode) for n in self.session.graph)
             shown = [f"first scan: {_count(files, 'file')}"]
+        elif self._first:  # what changed while nobody watched: the offline edits
+            offline = f"{_count(len(changes), 'offline edit')}" if changes else "no offline edits"
+            shown = [f"resumed after turn {self._resumed_after}: {offline}"]
+            shown += changes[:_SHOWN_CHANGES]
+            if len(changes) > _SHOWN_CHANGES:
+                shown.append(f"… {len(changes) - _SHOWN_CHANGES} more")
         else:
             shown = changes[:_SHOWN_CHANGES] or ["nothing visible"]
             if len(changes) > _SHOWN_CHANGES:

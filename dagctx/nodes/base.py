@@ -336,6 +336,12 @@ class Node:
         """Render the node at a visible ``state``; subclasses override."""
         return f"{self.type_name} {self.id}"
 
+    def least_chars(self, state: NodeState) -> int | None:
+        """A lower bound on the length of :meth:`render` at ``state`` known without
+        rendering (for a node whose render would first have to read its content), or
+        None (the default): render it to measure."""
+        return None
+
     def companions(self) -> tuple[str, ...]:
         """Ids of nodes the projection must keep or drop together with this one (a tool
         call and its result). The default has none."""
@@ -355,6 +361,18 @@ class Node:
     def data_dict(self) -> dict[str, Any]:
         """The type-specific part of :meth:`to_dict` (JSON-serialisable)."""
         return {}
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """What the node read from outside, for :meth:`from_snapshot` to restore it
+        without reading again (JSON values); None (the default) when it has nothing to
+        offer, and it is rebuilt by :meth:`from_data`."""
+        return None
+
+    @classmethod
+    def from_snapshot(cls, data: dict[str, Any], snapshot: dict[str, Any]) -> Node:
+        """Rebuild a node from :meth:`data_dict` output and its :meth:`snapshot`; the
+        default ignores the snapshot (:meth:`from_data`)."""
+        return cls.from_data(data)
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> Node:
@@ -384,6 +402,10 @@ class Node:
         The common fields are checked (id, version, state, mode, frequency, priority,
         tags, times), and the rebuilt node must render at every state and serialize back
         to JSON, so malformed type data is refused here rather than when it is projected.
+        With a ``"snapshot"`` (:meth:`snapshot` output, saved beside the type data) the
+        node is rebuilt by :meth:`from_snapshot` instead, which checks the snapshot's
+        fields itself; it is rendered only collapsed here, since what it shows at the
+        other states comes from outside and is read when first used.
 
         Raises:
             GraphError: the type is unknown or the data is malformed (a type's own error,
@@ -396,7 +418,11 @@ class Node:
             raw = data.get("data") or {}
             if not isinstance(raw, dict):
                 raise TypeError(f"'data' must be a dict, got {raw!r}")
-            node = cls.from_data(raw)
+            snapshot = data.get("snapshot")
+            if snapshot is None:
+                node = cls.from_data(raw)
+            else:
+                node = cls.from_snapshot(raw, _checked(snapshot, dict, "snapshot"))
             node.id = _checked(data["id"], str, "id")
             node.version = _checked(data["version"], int, "version")
             node.state = NodeState.parse(data["state"])
@@ -411,7 +437,7 @@ class Node:
             for name in ("created_at", "updated_at"):
                 at = _checked(data.get(name, getattr(node, name)), int | float, name)
                 setattr(node, name, float(at))
-            _check_usable(node)
+            _check_usable(node, every_state=snapshot is None)
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise GraphError(f"malformed {cls.type_name} node data: {exc!r}", value=data) from exc
         return node
@@ -429,14 +455,16 @@ def _checked(value: Any, kind: Any, name: str) -> Any:
     return value
 
 
-def _check_usable(node: Node) -> None:
-    """Render ``node`` at every state and dump it to strict JSON, as a session will.
+def _check_usable(node: Node, *, every_state: bool = True) -> None:
+    """Render ``node`` at every state (only HIDDEN and COLLAPSED unless ``every_state``)
+    and dump it to strict JSON, as a session will.
 
     Type data that slipped past a type's ``from_data`` makes its own rendering code fail
     with whatever error that code meets; it is reported as a ValueError here.
     """
+    states = NodeState if every_state else (NodeState.HIDDEN, NodeState.COLLAPSED)
     try:
-        texts = [node.render(state) for state in NodeState] + [node.label()]
+        texts = [node.render(state) for state in states] + [node.label()]
         if not all(isinstance(text, str) for text in texts):
             raise TypeError(f"renders and label must be strings, got {texts!r}")
         json.dumps(node.to_dict(), allow_nan=False)

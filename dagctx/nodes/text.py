@@ -66,6 +66,7 @@ from dagctx._lines import split_lines
 from dagctx._plural import counted
 from dagctx._quote import fence, inline
 from dagctx._secrets import describe, redact, secret_file_reason
+from dagctx._validate import is_int
 from dagctx._words import terms, tokenize
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.outline import outline
@@ -145,6 +146,18 @@ def _recent(cache: dict[_K, _V], key: _K, make: Callable[[], _V]) -> _V:
     return value
 
 
+def _digest(text: str) -> bytes:
+    """The digest a node keeps of the text it shows (the cache keys' and the snapshot's)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _optional(value: Any, kind: type, name: str) -> Any:
+    """``value`` if it is None or a ``kind`` (never a bool for an int); else TypeError."""
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise TypeError(f"{name} must be {kind.__name__} or None, got {value!r}")
+    return value
+
+
 def _binary(size: int) -> str:
     return f"[binary file, {size:,} bytes, not shown]"
 
@@ -184,9 +197,12 @@ class TextNode(Node):
     default_frequency: ClassVar[TickFrequency] = TickFrequency.turn()
 
     __slots__ = (
+        "_body",
+        "_chars",
+        "_digest",
         "_n",
+        "_stale",
         "_stat",
-        "_text",
         "end_line",
         "include_secrets",
         "max_bytes",
@@ -213,6 +229,20 @@ class TextNode(Node):
         **node_fields: Any,
     ) -> None:
         super().__init__(**node_fields)
+        self._setup(path, root, start_line, end_line, media_type, max_bytes, include_secrets)
+        self._load(self._read())
+
+    def _setup(
+        self,
+        path: str | os.PathLike[str],
+        root: str | os.PathLike[str],
+        start_line: int | None,
+        end_line: int | None,
+        media_type: str | None,
+        max_bytes: int,
+        include_secrets: bool,
+    ) -> None:
+        """Set the fields that say what to read, and an empty content (not read yet)."""
         self.root = _resolved_root(os.fspath(root))
         self.path = _posix(path)
         self.start_line = start_line
@@ -221,13 +251,15 @@ class TextNode(Node):
         self.max_bytes = max_bytes
         self.include_secrets = include_secrets
         self.redacted: str | None = None  # what redaction replaced in the lines shown
-        self._text = ""  # the lines shown, "\n"-joined
+        self._body: str | None = ""  # the lines shown, "\n"-joined (None: not read yet)
+        self._chars = 0  # while not read yet: the length of the text shown
+        self._digest: bytes | None = None  # the digest of the lines shown, once asked for
+        self._stale = False  # shows newer content than its version says (see _materialize)
         self._n = -1  # how many lines that is (-1: not read yet)
         self.placeholder: str | None = None
         self.notice: str | None = None
         self._stat: StatKey | None = None
         self.total_bytes = 0
-        self._load(self._read())
 
     # -- reading ----------------------------------------------------------------------
 
@@ -243,6 +275,12 @@ class TextNode(Node):
     @property
     def content(self) -> str:
         return self._text
+
+    @property
+    def _text(self) -> str:
+        """The lines shown, "\n"-joined (read now for a node restored from a snapshot)."""
+        body = self._body
+        return body if body is not None else self._materialize()
 
     def _read(self) -> ReadResult:
         """Read the file: (stat key, placeholder, lines, notice, secrets redacted).
@@ -341,11 +379,19 @@ class TextNode(Node):
         key, placeholder, lines, notice, redacted = read
         self._stat = key
         text, n = "\n".join(lines), len(lines)
-        if (placeholder, notice, n, text) == (self.placeholder, self.notice, self._n, self._text):
+        if (placeholder, notice, n) == (self.placeholder, self.notice, self._n) and self._shows(
+            text
+        ):
             return False
-        self.placeholder, self._text, self._n, self.notice = placeholder, text, n, notice
+        self.placeholder, self._body, self._n, self.notice = placeholder, text, n, notice
+        self._digest = None
         self.redacted = redacted
         return True
+
+    def _shows(self, text: str) -> bool:
+        """Whether ``text`` is the text shown (compared by digest while not read yet)."""
+        body = self._body
+        return text == body if body is not None else _digest(text) == self._digest
 
     def _key(self) -> StatKey | None:
         """The file's :func:`stat_key`."""
@@ -361,6 +407,10 @@ class TextNode(Node):
         when ``changed`` (the OS reported a change: a rewrite of the same size within one
         tick of a coarse filesystem clock keeps the key); return whether what the node
         shows changed."""
+        if self._stale:  # read late, after a change: that change is reported now
+            self._stale = False
+            self._load(self._read())
+            return True
         if not changed:
             key = self._key()
             if key is not None and key == self._stat:
@@ -368,6 +418,14 @@ class TextNode(Node):
             if key is None and self.placeholder == "[file deleted]":
                 return False
         return self._load(self._read())
+
+    def changed_on_disk(self) -> bool:
+        """Whether a check (:meth:`recompute`) would read the file again: its stat key
+        differs from the one of the read shown. Reads nothing (one ``lstat``)."""
+        if self._stale:
+            return True
+        key = self._key()
+        return key != self._stat and not (key is None and self.placeholder == "[file deleted]")
 
     def recompute(self, *, changed: bool = False) -> bool:
         """Re-read the file if its stat key changed, or when ``changed`` says the OS
@@ -422,10 +480,7 @@ class TextNode(Node):
         "" if it has no entries; taken from the shared cache of recent outlines when the
         same content at the same path was outlined lately, else made and put there."""
         first_line = self.start_line or 1
-        digest = hashlib.blake2b(
-            self._text.encode("utf-8", "surrogatepass"), digest_size=16
-        ).digest()
-        key = (self.path, first_line, digest)
+        key = (self.path, first_line, self.content_digest())
         with _outlines_lock:
             shown = _outlines.pop(key, None)
             if shown is not None:
@@ -438,6 +493,13 @@ class TextNode(Node):
             while len(_outlines) > OUTLINES_KEPT:
                 del _outlines[next(iter(_outlines))]
         return shown
+
+    def least_chars(self, state: NodeState) -> int | None:
+        """While the text is not read yet (a node restored from a snapshot): its length,
+        a lower bound on a render at DETAILS or ALL (which show it whole); else None."""
+        if self._body is None and self.placeholder is None and state >= NodeState.DETAILS:
+            return self._chars
+        return None
 
     def cuttable_lines(self) -> int:
         """How many lines the projection may cut from this node (0: not cuttable)."""
@@ -467,8 +529,7 @@ class TextNode(Node):
 
     def _content_key(self) -> tuple[str, int, bytes]:
         """(path, first line, digest of the lines shown): what the cut caches are keyed by."""
-        digest = hashlib.blake2b(self._text.encode("utf-8", "surrogatepass"), digest_size=16)
-        return (self.path, self.start_line or 1, digest.digest())
+        return (self.path, self.start_line or 1, self.content_digest())
 
     def _units(self) -> Cut | None:
         """The file's cut units (:func:`dagctx.outline.cut.partition`; None without
@@ -571,6 +632,84 @@ class TextNode(Node):
 
     # -- serialization ----------------------------------------------------------------
 
+    def content_digest(self) -> bytes:
+        """A digest of the text shown (kept once computed; known without reading the file
+        for a node restored from a snapshot)."""
+        digest = self._digest
+        if digest is None:
+            digest = self._digest = _digest(self._text)
+        return digest
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """What the node read, without the text: the stat key of the read, the
+        placeholder, notice and redaction note, the line and byte counts and a digest of
+        the text shown. :meth:`from_snapshot` restores the node from it without reading
+        the file (the text is read on first use and checked against the digest). None
+        for a subclass (whose content has parts of its own) or while the text shown is
+        newer than the node's version."""
+        if type(self) is not TextNode or self._stale:
+            return None
+        return {
+            "stat": None if self._stat is None else list(self._stat),
+            "placeholder": self.placeholder,
+            "notice": self.notice,
+            "redacted": self.redacted,
+            "lines": self._n,
+            "chars": len(self._body) if self._body is not None else self._chars,
+            "bytes": self.total_bytes,
+            "digest": self.content_digest().hex(),
+        }
+
+    @classmethod
+    def from_snapshot(cls, data: dict[str, Any], snapshot: dict[str, Any]) -> TextNode:
+        """A node of ``data`` (:meth:`data_dict`) showing what ``snapshot``
+        (:meth:`snapshot`) says was read, without reading the file now: its text is read
+        when first used (:meth:`_materialize`). A subclass reads its file (as
+        :meth:`from_data`).
+
+        Raises:
+            TypeError, ValueError: a field of ``data`` or ``snapshot`` is malformed.
+        """
+        if cls is not TextNode:
+            return cls.from_data(data)
+        node = cls.__new__(cls)
+        Node.__init__(node)
+        node._setup(*_fields(data))
+        stat = snapshot["stat"]
+        if stat is not None:
+            if not (isinstance(stat, list) and len(stat) == 3 and all(map(is_int, stat))):
+                raise TypeError(f"stat must be a list of 3 ints or None, got {stat!r}")
+            stat = (stat[0], stat[1], stat[2])
+        lines, chars, size = snapshot["lines"], snapshot["chars"], snapshot["bytes"]
+        if not all(is_int(count) and count >= 0 for count in (lines, chars, size)):
+            raise ValueError(f"lines, chars and bytes must be ints >= 0, got {snapshot!r}")
+        node._stat = stat
+        node.placeholder = _optional(snapshot["placeholder"], str, "placeholder")
+        node.notice = _optional(snapshot["notice"], str, "notice")
+        node.redacted = _optional(snapshot["redacted"], str, "redacted")
+        node._n, node.total_bytes, node._chars = lines, size, chars
+        node._digest = bytes.fromhex(_optional(snapshot["digest"], str, "digest"))
+        if len(node._digest) != 16:
+            raise ValueError(f"digest must be 16 bytes, got {snapshot['digest']!r}")
+        node._body = "" if lines == 0 else None  # nothing shown: nothing to read
+        if node._body == "" and node._digest != _digest(""):
+            raise ValueError("a snapshot of no lines must have the digest of no text")
+        return node
+
+    def _materialize(self) -> str:
+        """Read the text of a node restored from a snapshot. When the file no longer
+        holds what the snapshot says (it changed after it was last checked), the node
+        shows the file as it is now, and its next check (:meth:`recompute`) reports that
+        as a change, so no version ever stands for two contents unnoticed."""
+        key, placeholder, lines, notice, redacted = self._read()
+        text = "\n".join(lines)
+        same = (placeholder, notice, len(lines)) == (self.placeholder, self.notice, self._n)
+        if not (same and _digest(text) == self._digest):
+            self.placeholder, self.notice, self._n = placeholder, notice, len(lines)
+            self._digest, self._stale = None, True
+        self._stat, self.redacted, self._body = key, redacted, text
+        return text
+
     def data_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
@@ -584,12 +723,36 @@ class TextNode(Node):
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> TextNode:
+        path, root, start_line, end_line, media_type, max_bytes, secrets = _fields(data)
         return cls(
-            data["path"],
-            root=data.get("root", "."),
-            start_line=data.get("start_line"),
-            end_line=data.get("end_line"),
-            media_type=data.get("media_type"),
-            max_bytes=data.get("max_bytes", DEFAULT_MAX_BYTES),
-            include_secrets=bool(data.get("include_secrets", False)),
+            path,
+            root=root,
+            start_line=start_line,
+            end_line=end_line,
+            media_type=media_type,
+            max_bytes=max_bytes,
+            include_secrets=secrets,
         )
+
+
+def _fields(
+    data: dict[str, Any],
+) -> tuple[str, str, int | None, int | None, str | None, int, bool]:
+    """The constructor's fields from :meth:`TextNode.data_dict`, their types checked.
+
+    Raises:
+        TypeError: a field has the wrong type (KeyError: ``path`` is missing).
+    """
+    path, root = data["path"], data.get("root", ".")
+    if not isinstance(path, str) or not isinstance(root, str):
+        raise TypeError(f"path and root must be strings, got {path!r}, {root!r}")
+    max_bytes = _optional(data.get("max_bytes", DEFAULT_MAX_BYTES), int, "max_bytes")
+    return (
+        path,
+        root,
+        _optional(data.get("start_line"), int, "start_line"),
+        _optional(data.get("end_line"), int, "end_line"),
+        _optional(data.get("media_type"), str, "media_type"),
+        DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
+        bool(data.get("include_secrets", False)),
+    )

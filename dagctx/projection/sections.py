@@ -165,10 +165,15 @@ class SectionCache:
     def least(self, node: Node, state: int, min_chars: int = 0) -> int:
         """A lower bound on :meth:`tokens` of ``node`` at ``state`` from its length
         (:meth:`TokenCounter.least`), without counting: -1 when the section is shorter
-        than ``min_chars`` (count it instead). The render is parked like a counted one."""
+        than ``min_chars`` (count it instead). The render is parked like a counted one;
+        a node that knows a long enough lower bound on its render's length without
+        rendering (:meth:`~dagctx.nodes.base.Node.least_chars`) is not rendered."""
         key = (node.id, node.version, state)
         text = self._parked.get(key)
         if text is None:
+            chars = node.least_chars(_STATES[state])
+            if chars is not None and chars >= max(min_chars, 1):
+                return self.counter.least(chars) + self._extra
             text = self._parked[key] = self._render(node, state)
         if not text or len(text) < min_chars:
             return -1
@@ -236,6 +241,23 @@ class SectionCache:
         """
         section = section_text(text)
         return section, self.count(section, remember=remember)
+
+    def saved(self, node_id: str) -> int | None:
+        """The counts kept for a node as one int (its version and four counts; see the
+        class docstring), for a saved session to hand back to :meth:`restore`."""
+        return self._counts.get(node_id)
+
+    def restore(self, node: Node, packed: int) -> None:
+        """Take back counts :meth:`saved` gave for ``node``, if they are for its current
+        version (they are used only while it stays at that version).
+
+        Raises:
+            ValueError: ``packed`` is not such an int.
+        """
+        if not isinstance(packed, int) or isinstance(packed, bool) or packed < 0:
+            raise ValueError(f"saved token counts must be an int >= 0, got {packed!r}")
+        if packed >> (4 * _FIELD) == node.version:
+            self._counts[node.id] = packed
 
     def forget(self, node_id: str) -> None:
         """Drop what is cached for a node (it left the graph)."""

@@ -13,7 +13,14 @@ a whole session in one file (default ``<root>/.dagctx/session.db``):
 - the root task context: task id, config, state, token usage and its checkpoints.
 
 Nodes are rebuilt through the type registry (:meth:`Node.from_dict`), so a new node type
-needs nothing here; a node whose content comes from a file re-reads it on load. What a
+needs nothing here. A node that offers a :meth:`~dagctx.nodes.base.Node.snapshot` of what
+it read (a text node: the stat key, line count and a digest of the text) is saved with it
+and restored from it without reading its file (the text is read on first use; comparing
+the snapshot with the disk is the watch's business, :mod:`dagctx.watch.tracker`); any
+other node whose content comes from a file re-reads it on load. The section token counts
+of each node (:meth:`~dagctx.projection.sections.SectionCache.saved`) are saved with it
+and restored for its saved version, so a resumed session does not count unchanged
+sections again (the projection still proves the budget on its final text). What a
 file cannot hold is not saved: live resources (running commands, held OS locks, MCP
 connections: their nodes come back as records), custom group summarizers (callables), and
 forked contexts not merged yet. A node whose data names the saved session root under
@@ -174,7 +181,14 @@ def _dump(session: Session) -> SessionData:
     def ref_of(node: Node, in_graph: bool) -> int:
         if id(node) not in refs:
             refs[id(node)] = len(nodes)
-            nodes.append((len(nodes), in_graph, node.seq, node.last_run, node.to_dict()))
+            raw = node.to_dict()
+            snapshot = node.snapshot()
+            if snapshot is not None:
+                raw["snapshot"] = snapshot
+            counts = session.cache.saved(node.id) if in_graph else None
+            if counts is not None:
+                raw["tokens"] = counts
+            nodes.append((len(nodes), in_graph, node.seq, node.last_run, raw))
         return refs[id(node)]
 
     for node in state.nodes:
@@ -295,6 +309,8 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
         node.last_run = last_run
         if in_graph:
             session.add(node)
+            if "tokens" in raw:
+                session.cache.restore(node, raw["tokens"])
         node.seq = seq
         by_ref[ref] = node
     checkpoints = [

@@ -10,6 +10,8 @@ when the batch is planned, so an event only says "look at this path again":
   directory groups are created; a new directory is scanned whole, since its first files
   can be written before the OS watches it);
 - a modified file is re-read (:meth:`Session.file_changed`; same content, no new version);
+  a re-survey (and a resume, :meth:`TreeTracker.apply_resume`) re-reads only the files
+  whose stat key changed (:meth:`~dagctx.nodes.text.TextNode.changed_on_disk`);
 - a deleted file's node shows ``[file deleted]`` for one tick and is removed at the next
   (:meth:`TreeTracker.reap`);
 - a delete and a create with identical content in one batch is a rename: the node keeps
@@ -83,8 +85,8 @@ def _ancestors(rel: str, top: str) -> list[str]:
     return found[::-1]
 
 
-def _content_key(node: TextNode) -> tuple[str | None, str | None, str]:
-    return node.placeholder, node.notice, node.content
+def _content_key(node: TextNode) -> tuple[str | None, str | None, bytes]:
+    return node.placeholder, node.notice, node.content_digest()
 
 
 def _shared_tail(a: str, b: str) -> int:
@@ -170,7 +172,7 @@ class TreeTracker:
                 last = {t.node_id: t.description for t in self.session.graph.traces}
                 self._gone = {r for r, n in self.files.items() if last.get(n.id) == _DELETED}
                 self.session.queue_result(self.reap)
-                self.session.queue_result(lambda: self.apply_survey(self.top))
+                self.session.queue_result(self.apply_resume)
                 return False
         self._adopt(scan_tree(self.session, self.directory, progress=progress, keep=self.filter))
         return True
@@ -299,10 +301,10 @@ class TreeTracker:
         for rel in sorted(dirs - self.dirs.keys()):
             plan.new_dirs.add(rel)
         for rel in files:
-            if rel in self.files:
-                plan.touched.add(rel)
-            else:
+            if rel not in self.files:
                 self._add_candidate(rel, plan)
+            elif any(node.changed_on_disk() for node in self.session.text_nodes(rel)):
+                plan.touched.add(rel)
         for rel in [r for r in self.files if _under(r, rel_dir) and r not in files]:
             on_disk = (self.session.root / rel).is_file()
             (plan.dropped if on_disk else plan.deleted).add(rel)
@@ -316,7 +318,7 @@ class TreeTracker:
         several candidates, the one sharing the longest path tail wins."""
         if not plan.deleted or not plan.created:
             return
-        by_content: dict[tuple[str | None, str | None, str], list[str]] = {}
+        by_content: dict[tuple[str | None, str | None, bytes], list[str]] = {}
         for rel in sorted(plan.deleted):
             node = self.files[rel]
             if node.placeholder is None:
@@ -339,6 +341,30 @@ class TreeTracker:
         self._survey(rel_dir, plan)
         self._pair_renames(plan)
         self.apply(plan)
+
+    def apply_resume(self) -> None:
+        """Compare the whole tree with the disk after a resume (call it inside a tick):
+        what was created, edited, deleted or renamed while nobody watched becomes this
+        tick's changes, each with its usual trace, and the tree's top group records one
+        more saying so (``changed while not watched: …``); unchanged files are not read."""
+        plan = ChangeSet()
+        self._survey(self.top, plan)
+        self._pair_renames(plan)
+        touched, plan.touched = plan.touched, set()
+        self.apply(plan)
+        edited = 0
+        for rel in sorted(touched):
+            edited += any([node.recompute() for node in self.session.text_nodes(rel)])
+        kinds = (
+            (edited, "edited"),
+            (len(plan.created), "created"),
+            (len(plan.deleted), "deleted"),
+            (len(plan.moves), "renamed"),
+        )
+        done = [f"{n} {what}" for n, what in kinds if n]
+        if done:
+            noun = "file" if sum(n for n, _ in kinds) == 1 else "files"
+            self.dirs[self.top].mark_changed(f"{noun} changed while not watched: {', '.join(done)}")
 
     def apply(self, plan: ChangeSet) -> None:
         """Change the session's nodes as ``plan`` says (see the module docstring)."""
