@@ -11,7 +11,8 @@ it at budgets of 4k, 8k, 16k and 32k cl100k tokens:
   render`` does (``scan_tree``), focused on the task text when ``Session.focus`` exists,
   ticked once, then projected at each budget. A truth file counts as *content* when its
   section was rendered at DETAILS or ALL (cut or not) and as *any form* when rendered at
-  SUMMARY or more.
+  SUMMARY or more. Each projection's text is kept as a digest, so two runs can be
+  compared task by task (the same code gives the same digests).
 - **bm25**: code files ranked by BM25 against the task text, whole files in rank order
   (a file that does not fit is skipped) until the budget is full; counts are exact.
 - **aider**: Aider's repo map (``benchmarks/relevance_aider.py`` in the aider venv), an
@@ -35,6 +36,7 @@ Imports dagctx's public session, scan and token modules; nothing imports this mo
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -101,16 +103,20 @@ def mirror(name: str, mirrors: Path | None, clones: Path) -> Path:
 
 
 @contextmanager
-def checkout(repo: Path, commit: str) -> Iterator[Path]:
-    """A git checkout of ``commit`` in a temporary directory (removed on exit).
+def checkout(repo: Path, commit: str, name: str) -> Iterator[Path]:
+    """A git checkout of ``commit`` in a directory called ``name`` (removed on exit).
 
     A clone sharing ``repo``'s objects, so that the scan sees a git repository as a user's
-    would: tracked files are kept even where a ``.gitignore`` pattern matches them.
+    would: tracked files are kept even where a ``.gitignore`` pattern matches them. The
+    directory's name is fixed, not the temporary directory's random one: the projection
+    shows the root's name, and a name that tokenizes differently from run to run would
+    move every allocation that is tight by a token or two.
     """
     with tempfile.TemporaryDirectory(prefix="relbench-") as tmp:
-        _git("clone", "--quiet", "--shared", "--no-checkout", str(repo), tmp)
-        _git("-C", tmp, "checkout", "--quiet", "--detach", commit)
-        yield Path(tmp)
+        tree = Path(tmp) / name
+        _git("clone", "--quiet", "--shared", "--no-checkout", str(repo), str(tree))
+        _git("-C", str(tree), "checkout", "--quiet", "--detach", commit)
+        yield tree
 
 
 def _tree_files(root: Path) -> list[str]:
@@ -148,6 +154,7 @@ def run_dagctx(root: Path, task: str, truth: list[str]) -> dict[str, Any]:
                 "any": _share(truth, {p for p, s in shown.items() if s >= NodeState.SUMMARY}),
                 "tokens": projection.tokens,
                 "states": {p: shown.get(p, NodeState.HIDDEN).name for p in truth},
+                "digest": hashlib.blake2b(projection.text.encode(), digest_size=8).hexdigest(),
             }
     return {"budgets": per_budget, "seconds": time.perf_counter() - start, "focus": bool(focus)}
 
@@ -418,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
                 if name not in repos:
                     repos[name] = mirror(name, mirrors, Path(clones))
                 row: dict[str, Any] = {k: task[k] for k in ("repository", "commit", "truth")}
-                with checkout(repos[name], task["parent"]) as root:
+                with checkout(repos[name], task["parent"], name.split("/")[-1]) as root:
                     row["dagctx"] = run_dagctx(root, task["task"], task["truth"])
                     row["bm25"] = run_bm25(root, task["task"], task["truth"])
                     # Last: aider writes its tags cache into the tree.

@@ -12,8 +12,10 @@ import pytest
 from benchmarks.relevance import (
     TARGETS,
     bm25_rank,
+    checkout,
     misses,
     run_bm25,
+    run_dagctx,
     select,
     summarize,
     terms,
@@ -78,6 +80,31 @@ def test_candidates_from_a_real_history(tmp_path: Path) -> None:
     assert found[0]["parent"] == first
     assert found[0]["truth"] == ["pkg/m1.py"]
     assert found[0]["task"] == "Handle redirects in the session\n\nThe body explains why."
+
+
+def test_two_checkouts_of_a_task_give_the_same_projections(tmp_path: Path) -> None:
+    """Each checkout is made in a new temporary directory, but the tree's root has the
+    same name every time: the projection shows that name, and a random one changed the
+    tokens left for the rest by a few, which moved allocations that were tight by a few."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "a@b.c")
+    _git(repo, "config", "user.name", "a")
+    files = {
+        f"pkg/m{i}.py": "".join(
+            f"def session_{i}_{k}(x):\n    return x + {k}\n\n" for k in range(60)
+        )
+        for i in range(12)
+    }
+    commit = _commit(repo, files, "Add the package modules")
+    runs = []
+    for _ in range(2):
+        with checkout(repo, commit, "project") as root:
+            assert root.name == "project"
+            runs.append(run_dagctx(root, "resolve the session in m3", ["pkg/m3.py"])["budgets"])
+    assert runs[0] == runs[1]
+    assert runs[0][4000]["tokens"] > 3000  # the budget binds: a token more would show
 
 
 def test_pick_is_evenly_spaced_and_deterministic() -> None:
