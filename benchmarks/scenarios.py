@@ -460,32 +460,36 @@ def _tokens_per_file(session: Session) -> dict[str, int]:
 
 
 def memory(b: Bench) -> list[Row]:
-    """Engine memory beyond content: traced allocations of a scanned repo-10k session
-    with its 128k projection, minus the bytes of the files it holds, per node. Also shown:
-    the same minus the text nodes themselves built alone (the objects that hold the
-    content), i.e. what the graph, traces, caches and projection state add."""
-    repo = b.repo(3)
-    content = sum((repo.root / f).stat().st_size for f in repo.files)
+    """Engine memory beyond content: traced allocations of a scanned session over the
+    generated tree with its 128k projection, minus the bytes of the files it holds, per
+    node, at repo-10k and (full runs) at 100k files. Also shown at repo-10k: the same minus
+    the text nodes themselves built alone (the objects that hold the content), i.e. what
+    the graph, traces, caches and projection state add."""
     get_encoding()  # loaded once per process: not per-node memory
     mimetypes.init()
-    session_bytes = _traced(lambda: _projected_session(repo))
-    rows = [
-        row(
-            f"engine memory beyond content, repo-10k + 128k projection ({repo.nodes:,} nodes)",
-            (session_bytes - content) / repo.nodes,
-            "B/node",
-            target=MEMORY_TARGET,
-        )
-    ]
-    if not b.quick:
-        nodes_bytes = _traced(lambda: _standalone_nodes(repo))
+    rows = []
+    for depth in (3,) if b.quick else (3, 4):
+        repo = b.repo(depth)
+        content = sum((repo.root / f).stat().st_size for f in repo.files)
+        session_bytes = _traced(lambda repo=repo: _projected_session(repo))
+        name = "repo-10k" if depth == 3 else f"{len(repo.files):,} files"
         rows.append(
             row(
-                "  of which beyond the text nodes themselves (graph, caches, projection)",
-                (session_bytes - nodes_bytes) / repo.nodes,
+                f"engine memory beyond content, {name} + 128k projection ({repo.nodes:,} nodes)",
+                (session_bytes - content) / repo.nodes,
                 "B/node",
+                target=MEMORY_TARGET,
             )
         )
+        if depth == 3 and not b.quick:
+            nodes_bytes = _traced(lambda repo=repo: _standalone_nodes(repo))
+            rows.append(
+                row(
+                    "  of which beyond the text nodes themselves (graph, caches, projection)",
+                    (session_bytes - nodes_bytes) / repo.nodes,
+                    "B/node",
+                )
+            )
     return rows
 
 
