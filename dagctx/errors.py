@@ -24,6 +24,7 @@ friends catch the error too)::
     ├── EncodingError                           .encoding
     ├── PathError                               .path
     ├── ArgumentError [ValueError]              .name
+    │   └── SettingsError                       .source
     ├── SessionError                            a session verb was refused
     │   ├── NoSessionError
     │   ├── SessionClosedError                  .root
@@ -159,6 +160,19 @@ class ArgumentError(DagctxError, ValueError):
     def __init__(self, message: str = "", *, name: str = "", value: object = None) -> None:
         super().__init__(message, value=value)
         self.name = name
+
+
+class SettingsError(ArgumentError):
+    """A setting of the command line or of a config file cannot be used (a malformed
+    ``GLOB=N``, an unknown state or key, a file that is not valid TOML); ``source`` says
+    where it came from (``--priority``, ``.dagctx/config.toml: priority."src/**"``,
+    ``pyproject.toml:3``), ``name`` is the setting, ``value`` the offending value."""
+
+    def __init__(
+        self, message: str = "", *, source: str = "", name: str = "", value: object = None
+    ) -> None:
+        super().__init__(message, name=name, value=value)
+        self.source = source
 
 
 # -- sessions ---------------------------------------------------------------------------
@@ -394,6 +408,7 @@ __all__ = [
     "SessionConflictError",
     "SessionError",
     "SessionFileUnavailableError",
+    "SettingsError",
     "ShellError",
     "StateError",
     "ToolCallIdError",

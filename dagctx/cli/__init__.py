@@ -2,7 +2,9 @@
 :mod:`.viz`, :mod:`.mcp`), each adding its parser with ``add_parser`` and running it with ``run``.
 
 Every failure the user can cause (a bad argument, an unreadable path, a bad budget or
-encoding) is reported as one line on stderr with a non-zero exit, never a traceback. A
+encoding) is reported as one line on stderr with a non-zero exit, never a traceback: 2 for
+a usage error (a bad flag, or a bad setting of the flags or config files of
+:mod:`.settings`, found before anything starts), 1 for the rest. A
 reader that stops early (``dagctx render ... | head``) ends the command quietly with
 status 0. Subcommands import their heavy parts when they run, so ``dagctx --help`` and
 ``dagctx --version`` import no third-party package (``tests/test_startup.py``).
@@ -17,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from dagctx.cli import mcp, render, viz, watch
-from dagctx.errors import DagctxError
+from dagctx.errors import DagctxError, SettingsError
 
 EXIT_USAGE = 2
 EXIT_ERROR = 1
@@ -63,6 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = args.run(args)
     except BrokenPipeError:
         return _reader_left()
+    except SettingsError as exc:  # raised before anything started: a usage error
+        print(f"dagctx: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except DagctxError as exc:
         print(f"dagctx: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -28,14 +28,51 @@ def add_budget(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--budget",
         type=budget,
-        default=DEFAULT_BUDGET,
         help=f"token budget (default {DEFAULT_BUDGET})",
     )
 
 
 def add_encoding(parser: argparse.ArgumentParser) -> None:
-    """Add ``--encoding`` (the tiktoken encoding to count with)."""
-    parser.add_argument("--encoding", default=DEFAULT_ENCODING, help="tiktoken encoding")
+    """Add ``--encoding`` (the tiktoken encoding to count with; None unless given)."""
+    parser.add_argument("--encoding", help=f"tiktoken encoding (default {DEFAULT_ENCODING})")
+
+
+def add_steering(parser: argparse.ArgumentParser) -> None:
+    """Add ``--focus`` and the repeatable ``--include``, ``--exclude``, ``--priority`` and
+    ``--state`` (read with the config files by :func:`dagctx.cli.settings.load_settings`)."""
+    parser.add_argument("--focus", help="what the task is about: ranks the files against it")
+    parser.add_argument(
+        "--include",
+        action="append",
+        metavar="GLOB",
+        help="take in only the files matching GLOB (gitignore-style, relative to PATH; repeatable)",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        metavar="GLOB",
+        help="leave out the paths matching GLOB, as an ignore rule (repeatable)",
+    )
+    parser.add_argument(
+        "--priority",
+        action="append",
+        metavar="GLOB=N",
+        help="give the matching files priority N (higher degrades later; files default"
+        " to 40; repeatable, the last match wins)",
+    )
+    parser.add_argument(
+        "--state",
+        action="append",
+        metavar="GLOB=STATE",
+        help="show the matching files at STATE: hidden, collapsed, summary, details or all"
+        " (repeatable, the last match wins)",
+    )
+    parser.epilog = (
+        "The same settings can come from PATH/.dagctx/config.toml and from [tool.dagctx]"
+        " in PATH/pyproject.toml (keys: focus, budget, encoding, include, exclude, priority,"
+        " state); the command line wins over config.toml, which wins over pyproject.toml;"
+        " include, exclude, priority and state rules merge (the last match wins)."
+    )
 
 
 def add_secrets(parser: argparse.ArgumentParser) -> None:

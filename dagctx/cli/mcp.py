@@ -19,7 +19,7 @@ import argparse
 import sys
 from typing import Any
 
-from dagctx.cli._options import add_budget, add_encoding, add_secrets
+from dagctx.cli._options import add_budget, add_encoding, add_secrets, add_steering
 
 
 def add_parser(commands: Any) -> None:
@@ -29,6 +29,7 @@ def add_parser(commands: Any) -> None:
     add_budget(parser)
     add_encoding(parser)
     add_secrets(parser)
+    add_steering(parser)
     parser.set_defaults(run=run)
 
 
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
     import anyio
 
+    from dagctx.cli.settings import load_settings
     from dagctx.cli.watch_view import SessionSaver, open_session, state_location
     from dagctx.mcp.server import serve_stdio
     from dagctx.session import TickResult
@@ -47,12 +49,20 @@ def run(args: argparse.Namespace) -> int:
     def notice(line: str) -> None:
         print(f"dagctx mcp: {line}", file=sys.stderr, flush=True)
 
-    get_encoding(args.encoding)  # an unknown encoding fails before any notice
+    settings = load_settings(args)  # bad settings fail before anything is opened
+    get_encoding(settings.encoding)  # an unknown encoding fails before any notice
     state = state_location(args.path, notice)
     session, off = open_session(
-        args.path, args.budget, args.encoding, notice, state, include_secrets=args.include_secrets
+        args.path,
+        settings.budget,
+        settings.encoding,
+        notice,
+        state,
+        include_secrets=args.include_secrets,
     )
     with session:
+        if settings.focus:
+            session.focus(settings.focus)  # applied at the first tick
         path = None if state is None else state / SESSION_FILE.name
         saver = SessionSaver(session, notice, off, path)
 
@@ -64,7 +74,14 @@ def run(args: argparse.Namespace) -> int:
                 saver.save()
 
         try:
-            anyio.run(partial(serve_stdio, session, follow=True, after_tick=after_tick))
+            serve = partial(
+                serve_stdio,
+                session,
+                follow=True,
+                after_tick=after_tick,
+                steering=settings.steering,
+            )
+            anyio.run(serve)
         finally:
             saver.save_at_exit()
     return 0

@@ -1,4 +1,5 @@
-"""``dagctx render``: print a budgeted projection of a directory tree."""
+"""``dagctx render``: print a budgeted projection of a directory tree, steered by the
+settings of :mod:`dagctx.cli.settings` (flags and config files)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from dagctx.cli._options import add_budget, add_encoding, add_secrets
+from dagctx.cli._options import add_budget, add_encoding, add_secrets, add_steering
 
 
 def add_parser(commands: Any) -> None:
@@ -17,7 +18,7 @@ def add_parser(commands: Any) -> None:
     add_budget(parser)
     add_encoding(parser)
     add_secrets(parser)
-    parser.add_argument("--focus", help="what the task is about: ranks the files against it")
+    add_steering(parser)
     parser.add_argument(
         "--explain",
         nargs="?",
@@ -31,19 +32,25 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Scan ``args.path``, print its projection in ``args.format``; return the exit status."""
+    """Scan ``args.path``, print its projection in ``args.format``; return the exit status.
+
+    Raises:
+        SettingsError: a bad setting (before anything is read or scanned).
+    """
+    from dagctx.cli.settings import load_settings
     from dagctx.session import Session
     from dagctx.watch.scan import scan_tree
 
+    settings = load_settings(args)
     with Session(
         args.path,
-        budget=args.budget,
-        encoding=args.encoding,
+        budget=settings.budget,
+        encoding=settings.encoding,
         include_secrets=args.include_secrets,
     ) as session:
-        scan_tree(session, ".")
-        if args.focus:
-            session.focus(args.focus)
+        scan_tree(session, ".", steering=settings.steering)
+        if settings.focus:
+            session.focus(settings.focus)
             projection = session.tick().projection
         else:
             projection = session.project()

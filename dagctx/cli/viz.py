@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dagctx.cli._options import add_budget, add_encoding, add_secrets, add_viz
+from dagctx.cli._options import add_budget, add_encoding, add_secrets, add_steering, add_viz
 
 
 def add_parser(commands: Any) -> None:
@@ -20,10 +20,10 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("path", nargs="?", default=".", help="directory to watch (default .)")
     add_budget(parser)
-    parser.add_argument("--focus", help="what the task is about: ranks the files against it")
     add_viz(parser, always=True)
     add_encoding(parser)
     add_secrets(parser)
+    add_steering(parser)
     parser.set_defaults(run=run, viz=True, out=None, once=False, store=None)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dagctx.cli._options import add_budget, add_encoding, add_secrets, add_viz
+from dagctx.cli._options import add_budget, add_encoding, add_secrets, add_steering, add_viz
 
 
 def add_parser(commands: Any) -> None:
@@ -15,7 +15,6 @@ def add_parser(commands: Any) -> None:
     add_budget(parser)
     parser.add_argument("--out", help="projection file (default PATH/.dagctx/projection.md)")
     parser.add_argument("--once", action="store_true", help="scan, write, and exit")
-    parser.add_argument("--focus", help="what the task is about: ranks the files against it")
     parser.add_argument(
         "--store",
         help="a postgresql:// URL: work claims, locks and the saved session live there,"
@@ -25,6 +24,7 @@ def add_parser(commands: Any) -> None:
     add_viz(parser)
     add_encoding(parser)
     add_secrets(parser)
+    add_steering(parser)
     parser.set_defaults(run=run)
 
 

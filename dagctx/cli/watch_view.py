@@ -76,6 +76,7 @@ from dagctx.errors import CheckpointError, PathError, SessionFileUnavailableErro
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
 from dagctx.tokens import get_encoding
+from dagctx.watch.steering import NO_STEERING, Steering
 from dagctx.watch.tracker import TreeTracker
 
 if TYPE_CHECKING:
@@ -533,12 +534,13 @@ async def _watch(
     writes: WriteReporter,
     ctrl_c: CtrlC,
     viz: Callable[[TickResult], None] | None = None,
+    steering: Steering = NO_STEERING,
 ) -> None:
     task = asyncio.current_task()
     if task is not None:
         with suppress(NotImplementedError, RuntimeError):  # no signals off the main thread
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    results = session.watch(".", progress=progress, ignore=outputs.paths)
+    results = session.watch(".", progress=progress, ignore=outputs.paths, steering=steering)
     async with aclosing(results):
         async for result in results:
             progress.close()
@@ -645,7 +647,10 @@ def run_watch(args: argparse.Namespace) -> int:
     def notice(line: str) -> None:
         print(f"{command}: {line}", file=sys.stderr, flush=True)
 
-    get_encoding(args.encoding)  # an unknown encoding fails before any notice
+    from dagctx.cli.settings import load_settings
+
+    settings = load_settings(args)  # bad settings fail before anything is opened
+    get_encoding(settings.encoding)  # an unknown encoding fails before any notice
     store = getattr(args, "store", None)
     if store is not None and not _postgres.is_url(store):
         notice(f"--store must be a postgresql:// URL, got {store!r}")
@@ -654,22 +659,25 @@ def run_watch(args: argparse.Namespace) -> int:
     state = state_location(args.path, notice)
     session, off = open_session(
         args.path,
-        args.budget,
-        args.encoding,
+        settings.budget,
+        settings.encoding,
         notice,
         state,
         include_secrets=args.include_secrets,
         store=store,
     )
     with CtrlC().installed() as ctrl_c, session:
-        if args.focus:
-            session.focus(args.focus)  # applied at the first tick
+        if settings.focus:
+            session.focus(settings.focus)  # applied at the first tick
         outputs = Outputs.for_session(session, args.out, state)
         path = None if state is None or store is not None else state / "session.db"
         saver = SessionSaver(session, notice, off, path)
         try:
             if args.once:
-                TreeTracker(session, ".", ignore=outputs.paths).load(progress)
+                tracker = TreeTracker(
+                    session, ".", ignore=outputs.paths, steering=settings.steering
+                )
+                tracker.load(progress)
                 progress.close()
                 result = asyncio.run(session.atick())  # on this thread: Ctrl-C stops it
                 saver.ticked = True
@@ -685,7 +693,10 @@ def run_watch(args: argparse.Namespace) -> int:
             writes = WriteReporter(notice)
             viz = _viz_page(session, args.port, notice) if getattr(args, "viz", False) else None
             try:
-                asyncio.run(_watch(session, outputs, view, progress, saver, writes, ctrl_c, viz))
+                watching = _watch(
+                    session, outputs, view, progress, saver, writes, ctrl_c, viz, settings.steering
+                )
+                asyncio.run(watching)
             finally:
                 view.close()
         except (KeyboardInterrupt, asyncio.CancelledError):

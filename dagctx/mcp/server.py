@@ -76,6 +76,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from dagctx.watch.steering import Steering
     from dagctx.watch.tracker import TreeTracker
 
 PROJECTION_URI = "dagctx://projection"
@@ -321,11 +322,14 @@ class SessionServer:
         self,
         ignore: Iterable[str | os.PathLike[str]] = (),
         *,
+        steering: Steering | None = None,
         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Scan the session's tree (re-survey it when the session holds it), tick, then
         tick once per batch of file changes until cancelled, telling the subscribers
-        when the projection changed. ``ignore`` names files never tracked. Reports
+        when the projection changed. ``ignore`` names files never tracked; ``steering``
+        (a `~dagctx.watch.steering.Steering`) narrows the tree and gives the matching
+        files their priority and state, also the files that appear later. Reports
         started (for `anyio.abc.TaskGroup.start`) once it holds the session, so no
         request sees it before the scan.
 
@@ -333,9 +337,10 @@ class SessionServer:
             WatchError: the OS refused to watch the tree.
         """
         from dagctx.watch.loop import TreeWatcher
+        from dagctx.watch.steering import NO_STEERING
         from dagctx.watch.tracker import TreeTracker
 
-        tracker = TreeTracker(self.session, ".", ignore=ignore)
+        tracker = TreeTracker(self.session, ".", ignore=ignore, steering=steering or NO_STEERING)
         async with TreeWatcher(tracker) as watcher:
             async with self._lock:
                 task_status.started()
@@ -475,15 +480,16 @@ async def serve_stdio(
     follow: bool = False,
     ignore: Iterable[str | os.PathLike[str]] = (),
     after_tick: Callable[[TickResult], None] | None = None,
+    steering: Steering | None = None,
 ) -> None:
     """Serve `session` over this process's stdin/stdout until the client disconnects;
     with `follow`, scan and watch its tree meanwhile (`SessionServer.follow`, given
-    `ignore`; `after_tick` runs after each of its ticks)."""
+    `ignore` and `steering`; `after_tick` runs after each of its ticks)."""
     server = SessionServer(session, after_tick=after_tick)
     lowlevel = server.build()
     async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as group:
         if follow:
-            await group.start(partial(server.follow, ignore))
+            await group.start(partial(server.follow, ignore, steering=steering))
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
         group.cancel_scope.cancel()
 

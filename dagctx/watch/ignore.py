@@ -22,6 +22,13 @@ installed packages, never a project's source), symbolic links (a link may point 
 the root), and the extra paths given as ``ignore`` (with the ``.<name>.*.tmp`` files of an
 atomic write of them). The user's global excludes file (``core.excludesFile``) is not read.
 
+The user's own steering (``--exclude`` / ``--include``, see :mod:`dagctx.watch.steering`)
+comes last, as two :class:`Globs` (patterns relative to the root): ``exclude`` is one more
+ignore file that tracked files do not escape (an excluded directory is not entered), and
+``include``, when it has patterns, keeps only the files it matches (a file matches when a
+pattern matches it or one of its directories; directories are still entered). Neither
+brings back what the rules above leave out.
+
 Imports nothing from dagctx but :mod:`dagctx.watch.patterns`.
 """
 
@@ -77,6 +84,42 @@ class _IgnoreFile:
             if pattern.matches(relative, name, is_dir):
                 return not pattern.negated
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class Globs:
+    """Gitignore-style patterns matched against root-relative paths, in order; the last
+    pattern that matches decides (a ``!`` pattern decides "no")."""
+
+    patterns: tuple[Pattern, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def last_match(self, rel: str, is_dir: bool, *, inherit: bool = False) -> int | None:
+        """The index of the last pattern matching the path (``inherit``: or one of its
+        directories), or None if none does."""
+        name = rel.rpartition("/")[2]
+        for index in range(len(self.patterns) - 1, -1, -1):
+            pattern = self.patterns[index]
+            if pattern.matches(rel, name, is_dir):
+                return index
+            if inherit:
+                parent = _parent(rel)
+                while parent:
+                    if pattern.matches(parent, parent.rpartition("/")[2], True):
+                        return index
+                    parent = _parent(parent)
+        return None
+
+    def selects(self, rel: str, is_dir: bool, *, inherit: bool = False) -> bool:
+        """Whether the last matching pattern (see :meth:`last_match`) is not negated."""
+        index = self.last_match(rel, is_dir, inherit=inherit)
+        return index is not None and not self.patterns[index].negated
+
+
+#: No patterns: includes nothing in particular, excludes nothing.
+NO_GLOBS = Globs()
 
 
 class _Dir(enum.Enum):
@@ -149,6 +192,10 @@ class TreeFilter:
         top: the root-relative tree being scanned: it and the directories above it are
             never excluded.
         ignore: extra files never taken in, with their ``.<name>.*.tmp`` siblings.
+        include: when not empty, only the files these patterns match (or one of whose
+            directories they match) are taken in.
+        exclude: paths never taken in (an ignore file of the user's, above git's
+            tracked files).
     """
 
     def __init__(
@@ -157,9 +204,13 @@ class TreeFilter:
         *,
         top: str = "",
         ignore: Iterable[str | os.PathLike[str]] = (),
+        include: Globs = NO_GLOBS,
+        exclude: Globs = NO_GLOBS,
     ) -> None:
         self.root = root
         self.top = top
+        self.include = include
+        self.exclude = exclude
         self._root_prefix = str(root) + os.sep
         self._outputs = {Path(p).resolve() for p in ignore}
         self.repository = Repository.find(root)
@@ -260,6 +311,7 @@ class TreeFilter:
                 if (
                     parent is _Dir.PRUNED
                     or name in ALWAYS_SKIPPED
+                    or self.exclude.selects(rel, True)
                     or _has_venv_marker(self.root / rel)
                 ):
                     state = _Dir.PRUNED
@@ -285,6 +337,10 @@ class TreeFilter:
         if name in ALWAYS_SKIPPED:  # a worktree's or submodule's ``.git`` is a file
             return False
         if state is _Dir.PRUNED or (self._outputs and self._is_output(rel)):
+            return False
+        if self.exclude.selects(rel, False):
+            return False
+        if self.include and not self.include.selects(rel, False, inherit=True):
             return False
         if rel in self._tracked:
             return True

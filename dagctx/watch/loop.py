@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, TypeAlias, cast
 
 from dagctx._validate import is_int
 from dagctx.errors import ArgumentError, WatchError
+from dagctx.watch.steering import NO_STEERING, Steering
 from dagctx.watch.tracker import TreeTracker
 
 if TYPE_CHECKING:
@@ -207,6 +208,7 @@ class WatchVerbs:
         ignore: Iterable[str | os.PathLike[str]] = (),
         debounce_ms: int = DEFAULT_DEBOUNCE_MS,
         step_ms: int = DEFAULT_STEP_MS,
+        steering: Steering = NO_STEERING,
     ) -> AsyncGenerator[TickResult, None]:
         """Watch the tree under ``path`` and tick once per batch of file changes.
 
@@ -216,7 +218,9 @@ class WatchVerbs:
         events that arrive within ``step_ms`` of each other (for at most ``debounce_ms``),
         and any batches that queued up during a tick, make one tick. Runs until the
         consumer stops iterating; close it with :func:`contextlib.aclosing` to stop the
-        watcher at once. ``ignore`` names files never tracked (see :class:`TreeTracker`).
+        watcher at once. ``ignore`` names files never tracked, ``steering`` the include /
+        exclude patterns and the priority / state rules of the tree's files (see
+        :class:`TreeTracker`).
 
         Raises:
             PathError: ``path`` is outside the root or not a directory.
@@ -231,7 +235,7 @@ class WatchVerbs:
                     value=value,
                 )
         session = cast("Session", self)
-        tracker = TreeTracker(session, path, ignore=ignore)
+        tracker = TreeTracker(session, path, ignore=ignore, steering=steering)
         async with TreeWatcher(tracker, debounce_ms=debounce_ms, step_ms=step_ms) as watcher:
             tracker.load(progress)
             while True:

@@ -24,9 +24,12 @@ when the batch is planned, so an event only says "look at this path again":
   dropped.
 
 What is taken in is decided by the scan's own :class:`~dagctx.watch.ignore.TreeFilter`
-(git's rules and tracked files, ``.git``, ``.dagctx``, virtual environments, and the paths
+(git's rules and tracked files, ``.git``, ``.dagctx``, virtual environments, the paths
 passed as ``ignore`` with their ``.<name>.*.tmp`` siblings, the temporary files of an
-atomic write); binary files are left out.
+atomic write, and the ``steering``'s include and exclude patterns); binary files are left
+out. The ``steering``'s priority and state rules are given to every file node it adds (a
+new file, a file renamed to a matching path) and, at the first tick, to the files of a
+tree it adopts (a resumed session).
 
 The watching itself (watchfiles, batching, ticking) is :mod:`dagctx.watch.loop`.
 """
@@ -47,8 +50,8 @@ from dagctx.errors import PathError
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
-from dagctx.watch.ignore import TreeFilter
 from dagctx.watch.scan import NOT_TEXT, scan_tree
+from dagctx.watch.steering import NO_STEERING, Steering
 
 if TYPE_CHECKING:
     from watchfiles import Change
@@ -128,6 +131,8 @@ class TreeTracker:
         path: the tree's top directory (root-relative or absolute, under the root).
         ignore: extra files never tracked (e.g. the projection file being written into
             the tree), with their atomic-write siblings ``.<name>.*.tmp``.
+        steering: include / exclude patterns and priority / state rules
+            (:class:`~dagctx.watch.steering.Steering`; default: none).
 
     Raises:
         PathError: ``path`` is outside the session root or not a directory.
@@ -139,6 +144,7 @@ class TreeTracker:
         path: str | os.PathLike[str] = ".",
         *,
         ignore: Iterable[str | os.PathLike[str]] = (),
+        steering: Steering = NO_STEERING,
     ) -> None:
         absolute, relative = session.resolve_path(path)
         if not absolute.is_dir():
@@ -151,7 +157,8 @@ class TreeTracker:
         self._gone: set[str] = set()
         self._gone_dirs: set[str] = set()
         #: What the tree takes in: the scan's decisions and the watcher's are this object's.
-        self.filter = TreeFilter(session.root, top=self.top, ignore=ignore)
+        self.filter = steering.tree_filter(session.root, top=self.top, ignore=ignore)
+        self.steering = steering
 
     # -- loading ----------------------------------------------------------------------
 
@@ -161,7 +168,8 @@ class TreeTracker:
         scan it now. ``progress`` gets the number of files scanned so far.
 
         Files an earlier tick already showed deleted are removed at the next tick (a
-        session saved by ``dagctx watch --once`` resumes between those two ticks).
+        session saved by ``dagctx watch --once`` resumes between those two ticks); the
+        steering's rules are applied to the adopted files at that tick too.
         Returns whether the tree was scanned (False: adopted and queued for re-survey).
         """
         title = (self.top or self.directory.name) + "/"
@@ -173,9 +181,22 @@ class TreeTracker:
                 self._gone = {r for r, n in self.files.items() if last.get(n.id) == _DELETED}
                 self.session.queue_result(self.reap)
                 self.session.queue_result(self.apply_resume)
+                if self.steering.priority or self.steering.state:
+                    self.session.queue_result(self._steer_adopted)
                 return False
-        self._adopt(scan_tree(self.session, self.directory, progress=progress, keep=self.filter))
+        top = scan_tree(
+            self.session,
+            self.directory,
+            progress=progress,
+            keep=self.filter,
+            steering=self.steering,
+        )
+        self._adopt(top)
         return True
+
+    def _steer_adopted(self) -> None:
+        for rel in sorted(self.files):
+            self.steering.apply(self.files[rel])
 
     def _adopt(self, top: GroupNode) -> None:
         """Index the directory groups and whole-file nodes below ``top`` (by their paths)."""
@@ -285,6 +306,7 @@ class TreeTracker:
             root=self.session.root,
             frequency=TickFrequency.never(),
             include_secrets=self.session.include_secrets,
+            **self.steering.node_fields(rel),
         )
         if node.placeholder is None or not node.placeholder.startswith(NOT_TEXT):
             plan.created[rel] = node
@@ -298,8 +320,10 @@ class TreeTracker:
             dirs.add(rel_dir)
             for rel, is_dir in self.filter.walk(absolute):
                 (dirs if is_dir else files).add(rel)
-        for rel in sorted(dirs - self.dirs.keys()):
-            plan.new_dirs.add(rel)
+        new_dirs = dirs - self.dirs.keys()
+        if self.filter.include:  # as the scan: no group for a directory without files
+            new_dirs &= {d for f in files for d in _ancestors(f, "")}
+        plan.new_dirs.update(new_dirs)
         for rel in files:
             if rel not in self.files:
                 self._add_candidate(rel, plan)
@@ -473,3 +497,4 @@ class TreeTracker:
             node.mark_changed(f"renamed from {display_path(old)}")
         self.session.link(new_group, tracked, index=self._position(new_group, _name(new), False))
         self.files[new] = tracked
+        self.steering.apply(tracked)
