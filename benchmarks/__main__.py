@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.cold_render import cold_render
+from benchmarks.resume import resume
 from benchmarks.scenarios import SCENARIOS, Row, bench, row
 from benchmarks.startup import startup
 from benchmarks.tour import tour
@@ -82,7 +83,7 @@ def render(rows: list[Row], console: Console, title: str) -> None:
 def run(quick: bool, console: Console) -> list[Row]:
     rows: list[Row] = []
     with bench(quick) as b:
-        for scenario in (*SCENARIOS, tour, cold_render, startup):
+        for scenario in (*SCENARIOS, tour, cold_render, resume, startup):
             started = time.perf_counter()
             console.log(f"{scenario.__name__} …")
             try:

@@ -277,3 +277,23 @@ class TestSameAsColdStart:
         cold, fresh = _cold(root, 100_000)
         with cold:
             assert _normalized(text) == _normalized(fresh.projection.text)
+
+
+class TestTreeLoad:
+    def test_a_cycle_of_single_parents_beside_a_tree_is_refused(self) -> None:
+        from dataclasses import replace
+
+        from dagctx.errors import GraphLoadError
+        from dagctx.graph import ContextGraph
+        from dagctx.nodes.group import GroupNode
+
+        g = ContextGraph()
+        top, a, b, c = (g.add(GroupNode(name)) for name in "tabc")
+        g.link(top, a)
+        g.link(b, c)
+        data = g.dump()
+        data.edges.append((c.id, 0, b.id, 0))  # b ← c ← b: every node has one parent
+        data.roots.remove(b.id)
+        copies = [GroupNode(n.title, id=n.id) for n in data.nodes]  # type: ignore[attr-defined]
+        with pytest.raises(GraphLoadError, match="cycle"):
+            ContextGraph().load(replace(data, nodes=copies))

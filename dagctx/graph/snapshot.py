@@ -128,26 +128,34 @@ def _check_count(what: str, value: object) -> None:
 
 def _insertion_order(edges: list[Edge], known: set[str]) -> list[tuple[str, str]]:
     """The edges in an order that gives every node both its saved children order and its
-    saved parents order when inserted one by one.
+    saved parents order when inserted one by one. When no node has two parents (a tree,
+    as a watched directory is) that is each parent's children in position order, and the
+    cycle check follows parent links; otherwise the constraints are sorted
+    topologically.
 
     Raises:
         GraphLoadError: an unknown id, a repeated edge or position, or a cycle.
     """
-    before: dict[tuple[str, str], list[tuple[str, str]]] = {}  # edge → edges inserted first
     kids: dict[str, dict[int, str]] = {}
     parents: dict[str, dict[int, str]] = {}
     for parent, position, child, rank in edges:
         for nid in (parent, child):
             if nid not in known:
                 raise GraphLoadError(f"an edge names unknown node {nid!r}", value=nid)
-        taken = position in kids.get(parent, {}) or rank in parents.get(child, {})
-        if (parent, child) in before or taken:
+        of_child = parents.setdefault(child, {})
+        taken = position in kids.get(parent, {}) or rank in of_child
+        if taken or parent in of_child.values():
             raise GraphLoadError(
                 f"the edge {parent!r} → {child!r} is repeated", value=(parent, child)
             )
-        before[(parent, child)] = []
         kids.setdefault(parent, {})[position] = child
-        parents.setdefault(child, {})[rank] = parent
+        of_child[rank] = parent
+    if all(len(ranked) == 1 for ranked in parents.values()):
+        _check_tree(parents)
+        return [(p, ranked[i]) for p, ranked in kids.items() for i in sorted(ranked)]
+    before: dict[tuple[str, str], list[tuple[str, str]]] = {
+        (parent, child): [] for parent, _, child, _ in edges
+    }  # edge → edges inserted first
     for table, as_edge in ((kids, _down), (parents, _up)):
         for nid, ranked in table.items():
             ordered = [as_edge(nid, ranked[i]) for i in sorted(ranked)]
@@ -158,6 +166,25 @@ def _insertion_order(edges: list[Edge], known: set[str]) -> list[tuple[str, str]
         return list(TopologicalSorter(before).static_order())
     except GraphlibCycleError as exc:
         raise GraphLoadError(f"the edges close a cycle: {exc.args[1]}", value=exc.args[1]) from exc
+
+
+def _check_tree(parents: dict[str, dict[int, str]]) -> None:
+    """Raise GraphLoadError if following the (single) parent links ever comes back to a
+    node already on the way (a cycle)."""
+    parent_of = {child: next(iter(ranked.values())) for child, ranked in parents.items()}
+    settled: set[str] = set()  # nodes whose chain of parents reaches a root
+    for start in parent_of:
+        path: list[str] = []
+        on_path: set[str] = set()
+        nid: str | None = start
+        while nid is not None and nid not in settled:
+            if nid in on_path:
+                cycle = [*path[path.index(nid) :], nid]
+                raise GraphLoadError(f"the edges close a cycle: {cycle}", value=cycle)
+            path.append(nid)
+            on_path.add(nid)
+            nid = parent_of.get(nid)
+        settled.update(path)
 
 
 def _down(parent: str, child: str) -> tuple[str, str]:
