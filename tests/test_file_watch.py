@@ -4,6 +4,7 @@ notifications are not available, saying so."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -165,6 +166,31 @@ class TestNotified:
         (s.root / "a/b/f0.py").write_text("recreated\n")
         s.tick()
         assert nodes["a/b/f0.py"].content == "recreated"
+
+    def test_a_full_event_queue_checks_every_file(
+        self, tree: tuple[Session, dict[str, TextNode]]
+    ) -> None:
+        """More events than the kernel queues (fs.inotify.max_queued_events) drop the
+        later ones, the last write's among them: the overflow makes the tick check every
+        file."""
+        s, nodes = tree
+        limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+        one, two = (
+            os.open(s.root / rel, os.O_WRONLY | os.O_APPEND) for rel in ("a/f0.py", "a/f1.py")
+        )
+        try:
+            for _ in range(limit // 2 + 10):  # alternating: no two events merge
+                os.write(one, b"#\n")
+                os.write(two, b"#\n")
+        finally:
+            os.close(one)
+            os.close(two)
+        (s.root / "c/d/e/f3.py").write_text("after the overflow\n")
+        s.tick()
+        assert nodes["c/d/e/f3.py"].content == "after the overflow"
+        assert nodes["a/f0.py"].content.endswith("#")
+        (s.root / "c/f0.py").write_text("watched again\n")
+        assert s.tick().recomputed == [nodes["c/f0.py"].id]
 
     def test_a_node_added_later_sees_writes_before_its_first_tick(
         self, tree: tuple[Session, dict[str, TextNode]]
@@ -395,6 +421,26 @@ class TestClose:
                 s.tick()
         assert open_fds() == before
         assert threading.active_count() == threads
+
+    def test_a_session_without_running_file_nodes_opens_no_instance(self, tmp_path: Path) -> None:
+        (tmp_path / "f.py").write_text("one\n")
+
+        def instances() -> int:
+            found = 0
+            for fd in os.listdir("/proc/self/fd"):
+                with contextlib.suppress(FileNotFoundError):  # the one listdir used
+                    found += "inotify" in os.readlink(f"/proc/self/fd/{fd}")
+            return found
+
+        before = instances()
+        with Session(tmp_path) as s:
+            s.text("f.py", frequency=TickFrequency.never())
+            s.tick()
+            assert instances() == before
+            s.text("f.py")
+            s.tick()
+            assert instances() == before + 1
+        assert instances() == before
 
     def test_a_closed_session_watches_nothing(self, tmp_path: Path) -> None:
         (tmp_path / "f.py").write_text("one\n")

@@ -105,7 +105,8 @@ class _Dir:
 
 class FileWatch:
     """The running file nodes of a session and the OS watches that report their changes
-    (see the module docstring). Opens its inotify instance at the first :meth:`due`.
+    (see the module docstring). Opens its inotify instance at the first :meth:`due` that
+    has nodes to follow (a user has few instances: ``fs.inotify.max_user_instances``).
 
     Args:
         root: the session root; files outside it are polled.
@@ -202,7 +203,7 @@ class FileWatch:
         event, to read again). Collects every event queued so far first (see the module
         docstring); a node whose frequency is not due keeps its event for a later tick.
         """
-        if self._closed:
+        if self._closed or not self._nodes:  # no instance for a session without file nodes
             return [], []
         self._open()
         if self._inotify is not None:
