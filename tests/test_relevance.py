@@ -23,7 +23,7 @@ from dagctx.cli import main
 from dagctx.nodes.focus import FocusNode
 from dagctx.nodes.text import TextNode
 from dagctx.projection import Projection, SectionCache, build_projection
-from dagctx.projection.relevance import Bm25Index, file_kind, tier
+from dagctx.projection.relevance import KIND_WEIGHT, Bm25Index, file_kind, tier
 from dagctx.tools import get_graph_tools
 from dagctx.watch.scan import scan_tree
 
@@ -411,3 +411,107 @@ class TestCost:
                 assert len(moved) == (1 if turn < 8 else 2)
                 assert {after[nid].recent for nid in after} <= {0.0, 1.0}
                 before = after
+
+
+class TestFocusChangeCost:
+    def test_a_new_focus_patches_the_plan_and_matches_a_fresh_build(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A focus replacing another levels again only the files whose score moved and
+        moves them in the plan's degrade order (no plan is built again); each turn is
+        what a projection built from scratch shows, scores and all."""
+        from dagctx.projection import projector
+
+        (tmp_path / "d").mkdir()
+        for i in range(60):
+            topic = ("restore", "net", "colors", "shell")[i % 4]
+            (tmp_path / "d" / f"f{i:02}.py").write_text(filler(topic, 20 + i % 7))
+        built: list[int] = []
+        real = projector.Allocation
+
+        def counting(*args: object, **kwargs: object) -> projector.Allocation:
+            built.append(1)
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        with Session(tmp_path, budget=900) as s:
+            scan_tree(s, ".")
+            s.focus("restore the snapshot")
+            first = s.tick().projection
+            monkeypatch.setattr(projector, "Allocation", counting)
+            moved = rebuilt = 0
+            for focus in ("net", "colors shell", "restore", "shell network"):
+                s.focus(focus)
+                result = s.tick()
+                rebuilt += len(built)
+                p = result.projection
+                moved += sum(1 for nid, sc in p.scores.items() if first.scores[nid] != sc)
+                fresh = build_projection(
+                    s.graph, SectionCache(s.counter), s.budget, changes=result.changes
+                )
+                assert p.text == fresh.text and p.scores == fresh.scores
+                built.clear()
+            assert moved > 0 and rebuilt == 0
+
+    def test_scores_are_those_of_their_turn(self, repo: Path) -> None:
+        """A projection's scores are made when first read, from the levels and parts of
+        its own turn: later turns do not change them."""
+        with Session(repo, budget=600) as s:
+            scan_tree(s, ".")
+            s.focus("checkpoints")
+            p = s.tick().projection
+            fresh = build_projection(s.graph, SectionCache(s.counter), s.budget)
+            s.focus("colors")
+            s.tick()
+            (repo / "pkg" / "colors.py").write_text(filler("checkpoint", 30))
+            s.file_changed("pkg/colors.py")
+            s.tick()
+            assert p.scores == fresh.scores
+
+    def test_score_all_is_score_by_kind(self, repo: Path) -> None:
+        with Session(repo) as s:
+            scan_tree(s, ".")
+            index = Bm25Index()
+            for node in s.nodes():
+                if isinstance(node, TextNode):
+                    index.update(node)
+            weights = index.weights(terms("restore the shell checkpoint"))
+            every = {
+                nid: index.score(nid, weights) * KIND_WEIGHT[file_kind(index.path_of[nid])]
+                for nid in index.docs
+            }
+            assert index.score_all(weights) == {n: v for n, v in every.items() if v > 0}
+
+
+class TestDegradeOrder:
+    def test_a_key_moved_into_a_large_block_moves_few_entries(self) -> None:
+        """Blocks are laid out with a hole every HOLE_EVERY entries: an entry whose key
+        lands in the middle of a large block moves the entries up to the next hole
+        only, and the order stays sorted by key."""
+        from dagctx.graph import ContextGraph
+        from dagctx.nodes.group import GroupNode
+        from dagctx.projection.layout import Layout
+        from dagctx.projection.order import HOLE_EVERY, MAX_SHIFT, DegradeOrder
+
+        g = ContextGraph()
+        top = g.add(GroupNode("top"))
+        kids = [g.add(GroupNode(f"n{i}")) for i in range(4 * MAX_SHIFT)]
+        g.extend(top, kids)
+        top.set_state(NodeState.DETAILS)
+        layout = Layout(g)
+        assert len(layout) == len(kids) + 1
+        for i in range(1, len(layout)):
+            layout.level[i] = 1
+        early = 5
+        layout.level[early] = 9
+        order = DegradeOrder(layout)
+        layout.level[early] = 1
+        moved = order.rekey([early])
+        assert early in moved
+        for i in moved:
+            order.vacate(i)
+            placed = order.insert(i)
+            assert placed is not None
+            lo, hi = placed
+            assert hi - lo <= HOLE_EVERY + 1
+        keys = [order.key[i] for i in order.entries()]
+        assert keys == sorted(keys)

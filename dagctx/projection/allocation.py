@@ -514,6 +514,22 @@ class Allocation:
         self._follow_top(moved)
         return True
 
+    def refocus(self, focus: str | None) -> bool:
+        """Take ``focus`` for the focused cuts (after :meth:`undo_turn`): the cut costs
+        measured for the focus before are measured again when a search needs them.
+        Returns False when the plan must be rebuilt instead (a focus set or cleared)."""
+        if focus == self.focus:
+            return True
+        if (focus is None) != (self.focus is None):
+            return False
+        self.focus = focus
+        if self.pressure:
+            t1, slot, tree = self.t1, self.slot, self.c_tree
+            for i in [i for i, cost in enumerate(t1) if cost != _UNKNOWN]:
+                t1[i] = _UNKNOWN
+                tree.set(slot[i], self._cut_key(i))
+        return True
+
     def _follow_top(self, changed: list[int]) -> None:
         """Keep :attr:`top` right after the entries ``changed`` moved (the others kept
         their order: :meth:`_move` forgets the top file when it went down, or when none

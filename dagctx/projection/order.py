@@ -4,13 +4,16 @@ Entries (non-references of a :class:`~dagctx.projection.layout.Layout`) are degr
 least important first: by priority, then relevance level (the layout's, from
 :mod:`dagctx.projection.relevance`), then recency, a container keyed like the most
 important node it shows (so it comes after all of them). Each entry holds a *slot*; the
-slots of one block (one priority and level) are consecutive, with a gap after them. An
-entry whose key moves (a changed node gets the newest recency; a relevance level moves)
-leaves a hole where it was and goes where its key belongs in its block: a hole there,
-else the slot of the next entry, the rest of the block moved one slot on into the gap
-(a changed node usually lands at the end of its block, moving nothing). When a gap
-fills up, the slots are laid out again in the same order (:meth:`DegradeOrder.relayout`). A key in
-a block that has no slots yet opens it in the gap of the block before it.
+slots of one block (one priority and level) are consecutive but for a hole after every
+:data:`HOLE_EVERY` entries, with a gap after them. An entry whose key moves (a changed
+node gets the newest recency; a relevance level moves) leaves a hole where it was and
+goes where its key belongs in its block (found by binary search): a hole there, else the
+slot of the next entry, the entries up to the next hole (or the end of the block, into
+the gap) moved one slot on — so a file whose level moves lands in the middle of a large
+block moving a few entries, and a changed node usually lands at the end of its block,
+moving nothing. When a gap fills up, the slots are laid out again in the same order
+(:meth:`DegradeOrder.relayout`). A key in a block that has no slots yet opens it in the
+gap of the block before it.
 
 Keys are one int each: ``(priority << 8 | level) << 80 | recency << 16 | height``, where
 height counts how far up a key was inherited (a container after the child whose key it
@@ -30,6 +33,7 @@ PRIO_SHIFT = 80
 HEIGHT = (1 << SEQ_SHIFT) - 1
 LEVEL_BITS = 8
 MAX_SHIFT = 256  # entries an insertion may move one slot on
+HOLE_EVERY = 32  # a block is laid out with a hole after every this many entries
 
 
 def own_key(layout: Layout, i: int) -> int:
@@ -90,7 +94,7 @@ class DegradeOrder:
         """Give each block's entries consecutive slots, with a gap after them."""
         # many blocks (one per priority and level) share the room of the gaps
         self._gaps = 8 + sum(len(b) for _, b in blocks) // (16 * max(1, len(blocks)))
-        size = sum(len(b) + self._gap(len(b)) for _, b in blocks)
+        size = sum(len(b) + len(b) // HOLE_EVERY + self._gap(len(b)) for _, b in blocks)
         self.cap = cap = capacity_for(max(1, size))
         self.slot = array("i", [-1]) * len(self.layout)
         self.entry_at = array("i", [-1]) * cap
@@ -100,10 +104,10 @@ class DegradeOrder:
         s = 0
         for block, members in blocks:
             self._start[block] = s
-            for i in members:
+            for n, i in enumerate(members, 1):
                 self.slot[i] = s
                 self.entry_at[s] = i
-                s += 1
+                s += 1 + (n % HOLE_EVERY == 0 and n < len(members))
             self._end[block] = s
             s += self._gap(len(members))
             self._limit[block] = s
@@ -193,40 +197,44 @@ class DegradeOrder:
     def insert(self, i: int) -> tuple[int, int] | None:
         """Put entry ``i`` (vacated, its key in a block that has slots) where its key
         belongs: in a hole between its neighbours in key order, else at the first of
-        the block's entries with a greater key, those up to the end of the block moved
-        one slot on into the gap. Returns the slots that changed, ``(lo, hi)`` (the
-        entries of ``lo``..``hi`` - 1 moved one on when ``hi - lo > 1``); None when the
-        gap is used up or more than :data:`MAX_SHIFT` entries would move."""
+        the block's entries with a greater key, those up to the next hole (or the end of
+        the block, into the gap) moved one slot on. Returns the slots that changed,
+        ``(lo, hi)`` (the entries of ``lo``..``hi`` - 1 moved one on when
+        ``hi - lo > 1``); None when the gap is used up or more than :data:`MAX_SHIFT`
+        entries would move."""
         k = self.key[i]
         block = k >> PRIO_SHIFT
         start, stop = self._start[block], self._end[block]
         key, entry_at, slot = self.key, self.entry_at, self.slot
-        hole = -1
-        at = stop  # the first slot of an entry with a greater key (stop: none)
-        s = stop - 1
-        while s >= start:
-            e = entry_at[s]
-            if e < 0:
-                hole = s
-            elif key[e] > k:
-                at, hole = s, -1
-                if stop - s > MAX_SHIFT:
-                    return None
+        # after = one past the last entry with a key <= k (binary search, holes skipped)
+        lo, hi = start, stop
+        while lo < hi:
+            mid = (lo + hi) // 2
+            m = mid
+            while m < hi and entry_at[m] < 0:
+                m += 1
+            if m < hi and key[entry_at[m]] <= k:
+                lo = m + 1
             else:
-                break
-            s -= 1
-        if hole >= 0:
-            entry_at[hole] = i
-            slot[i] = hole
-            return hole, hole + 1
-        if stop >= self._limit[block]:
-            return None
-        for t in range(stop, at, -1):
+                hi = mid
+        after = lo
+        if after < stop and entry_at[after] < 0:  # a hole between its neighbours
+            entry_at[after] = i
+            slot[i] = after
+            return after, after + 1
+        at = end = after  # entries at..end - 1 move one on: up to the next hole, or the gap
+        while end < stop and entry_at[end] >= 0:
+            end += 1
+            if end - at > MAX_SHIFT:
+                return None
+        if end == stop:
+            if stop >= self._limit[block]:
+                return None
+            self._end[block] = stop + 1
+        for t in range(end, at, -1):
             e = entry_at[t - 1]
             entry_at[t] = e
-            if e >= 0:
-                slot[e] = t
+            slot[e] = t
         entry_at[at] = i
         slot[i] = at
-        self._end[block] = stop + 1
-        return at, stop + 1
+        return at, end + 1

@@ -10,10 +10,12 @@ log are plain ints, not cursors: when the log dropped traces after one, that lay
 plan is rebuilt the same way.
 
 The projector also keeps the :class:`~dagctx.projection.relevance.Relevance` that levels
-each entry: a new focus (the newest node that sets one) levels every entry and rebuilds
-the plans; changed nodes are leveled again, and the entries whose level moved without a
-trace of their own (a file's BM25 moves when another file changes) are handed to each
-plan as changed.
+each entry: a focus set where there was none levels every entry and rebuilds the plans;
+a new focus in place of another (or none) and changed nodes level again the entries
+whose score moved, and the entries whose level moved without a trace of their own (a
+file's BM25 moves when another file changes or the focus does) are handed to each plan
+as changed (a plan whose focus was set or cleared is rebuilt;
+:meth:`~dagctx.projection.allocation.Allocation.refocus`).
 """
 
 from __future__ import annotations
@@ -171,10 +173,14 @@ class Projector:
                     self.prio, self._prio_shared = list(self.prio), False
                 self.prio[i] = prio
         self._mark = len(traces)
-        if relevance.focus != focus:  # a new focus levels every node again
-            relevance.level_all(layout)
-            self._plans.clear()
-            self._releveled.clear()
+        if relevance.focus != focus:
+            moved = relevance.refocus(layout, changed)
+            if moved is None:  # a focus where there was none: every file is indexed
+                relevance.level_all(layout)
+                self._plans.clear()
+                self._releveled.clear()
+            elif moved:
+                self._releveled.append((self._mark, moved))
         elif changed:
             moved = relevance.relevel(layout, changed)
             if moved:
@@ -214,7 +220,9 @@ class Projector:
                 if mark > plan.mark:
                     changed.update(moved)
             plan.alloc.undo_turn()
-            if not changed or plan.alloc.apply_changes(sorted(changed)):
+            if plan.alloc.refocus(self.relevance.focus) and (
+                not changed or plan.alloc.apply_changes(sorted(changed))
+            ):
                 plan.mark = len(traces)
                 self._plans[budget] = plan
                 self._prune_releveled()
@@ -461,8 +469,7 @@ class Projector:
             found = ((i, nodes[i].safety_note()) for i in range(len(nodes)) if not ref[i])
             return {nodes[i].id: note for i, note in found if note is not None}
 
-        scores = self.relevance.scores
-        return Account(omitted, reasons, label_map, lambda: scores, notes)
+        return Account(omitted, reasons, label_map, self.relevance.snapshot(layout), notes)
 
     # -- the careful path ----------------------------------------------------------------
 

@@ -34,10 +34,15 @@ other nodes are at level 0. The degrade order sorts by priority, then
 level, then recency (the node's ``seq``): explicit priorities win, and among nodes of one
 level the most recently changed or added is kept longest. Levels are a function of the
 graph and the focus alone (a projection built from scratch ranks alike), recomputed for
-every node when the focus changes, for a changed node, for every file matching the
-focus when a change moved a focus term's document frequency, and (while a focus is set,
-the PageRank walked again at each change) for every file whose graph or recency part
-moved. The focus is the text of the
+every node when a focus is set where there was none (the index is built over every file
+then); otherwise only for the files whose bucket can have moved: when the focus changes,
+every file matching the old or the new focus (scored again in one pass,
+:meth:`Bm25Index.score_all`) or whose graph part moved; for a changed node; for every
+file matching the focus when a change moved a focus term's document frequency; and
+(while a focus is set, the PageRank walked again at each change, seeded from a sorted
+list kept in step with the changed files' scores) for every file whose graph or recency
+part moved. A projection's scores (:meth:`Relevance.snapshot`) are made only when read,
+from the levels and parts of its turn. The focus is the text of the
 newest node that sets one (:meth:`~dagctx.nodes.base.Node.focus_text`: the session's
 focus, a user message). Pure computation over nodes; must not import the session or
 anything that does I/O.
@@ -47,9 +52,11 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from heapq import nsmallest
 
 from dagctx._words import terms
 from dagctx.nodes.base import Node
@@ -148,11 +155,13 @@ class Bm25Index:
     """BM25 statistics of the text files (content and path apart), updated one file at
     a time."""
 
-    __slots__ = ("docs", "path_of", "path_postings", "postings")
+    __slots__ = ("docs", "kind", "norm", "path_of", "path_postings", "postings")
 
     def __init__(self) -> None:
         #: node id → (version, term counts, length, path terms)
         self.docs: dict[str, tuple[int, Counter[str], int, frozenset[str]]] = {}
+        self.norm: dict[str, float] = {}  # node id → its length normalization
+        self.kind: dict[str, int] = {}  # node id → its file kind
         self.postings: dict[str, set[str]] = {}
         self.path_postings: dict[str, set[str]] = {}
         self.path_of: dict[str, str] = {}
@@ -167,6 +176,8 @@ class Bm25Index:
         length = sum(counts.values())
         in_path = path_terms(node.path)
         self.docs[node.id] = (node.version, counts, length, in_path)
+        self.norm[node.id] = K1 * (1 - B + B * length / AVERAGE_LENGTH)
+        self.kind[node.id] = file_kind(node.path)
         self.path_of[node.id] = node.path
         for term in counts:
             self.postings.setdefault(term, set()).add(node.id)
@@ -178,7 +189,7 @@ class Bm25Index:
         old = self.docs.pop(node_id, None)
         if old is None:
             return
-        del self.path_of[node_id]
+        del self.path_of[node_id], self.norm[node_id], self.kind[node_id]
         for postings, found in ((self.postings, old[1]), (self.path_postings, old[3])):
             for term in found:
                 ids = postings[term]
@@ -206,8 +217,8 @@ class Bm25Index:
         doc = self.docs.get(node_id)
         if doc is None or not weights:
             return 0.0
-        _, counts, length, in_path = doc
-        norm_len = K1 * (1 - B + B * length / AVERAGE_LENGTH)
+        _, counts, _, in_path = doc
+        norm_len = self.norm[node_id]
         got = best = 0.0
         for term, (w_content, w_path) in weights.items():
             tf = counts.get(term, 0)
@@ -217,6 +228,38 @@ class Bm25Index:
                 got += PATH_WEIGHT * w_path
             best += w_content * (K1 + 1) + PATH_WEIGHT * w_path
         return got / best if best > 0 else 0.0
+
+    def score_all(self, weights: dict[str, tuple[float, float]]) -> dict[str, float]:
+        """:meth:`score` times the file kind's :data:`KIND_WEIGHT`, of every file that
+        holds a term of the query of ``weights`` and scores above 0: the same floats as
+        :meth:`score`, made in one loop."""
+        if not weights:
+            return {}
+        k1 = K1 + 1
+        query = [
+            (term, w_content, PATH_WEIGHT * w_path) for term, (w_content, w_path) in weights.items()
+        ]
+        best = 0.0
+        for _, w_content, path_weight in query:
+            best += w_content * k1 + path_weight
+        if best <= 0:
+            return {}
+        docs, norm, kind = self.docs, self.norm, self.kind
+        out: dict[str, float] = {}
+        for nid in self.matching(weights):
+            _, counts, _, in_path = docs[nid]
+            norm_len = norm[nid]
+            got = 0.0
+            for term, w_content, path_weight in query:
+                tf = counts.get(term, 0)
+                if tf:
+                    got += w_content * tf * k1 / (tf + norm_len)
+                if term in in_path:
+                    got += path_weight
+            value = got / best * KIND_WEIGHT[kind[nid]]
+            if value > 0:
+                out[nid] = value
+        return out
 
     def matching(self, query: Iterable[str]) -> set[str]:
         """Ids of the files whose content or path holds a term of ``query``."""
@@ -232,11 +275,10 @@ def _idf(n: int, df: int) -> float:
 
 
 class Relevance:
-    """The focus, the BM25 index and the scores of one projector (module docstring).
+    """The focus, the BM25 index and the levels of one projector (module docstring).
 
     Attributes:
         focus: the focus text in effect (None: no focus).
-        scores: node id → :class:`Score` of every entry of the layout last leveled.
     """
 
     __slots__ = (
@@ -244,35 +286,41 @@ class Relevance:
         "_carrier",
         "_graph",
         "_index",
+        "_inherited",
         "_lexical",
+        "_ranked",
         "_recent",
         "_refs",
         "_rescored_all",
         "_tiers",
         "_weights",
         "focus",
-        "scores",
     )
 
     def __init__(self) -> None:
         self.focus: str | None = None
-        self.scores: dict[str, Score] = {}
         self._index: Bm25Index | None = None
         self._refs: ReferenceGraph | None = None
         self._attended: dict[str, int] = {}  # text node id → seq, for those changed since added
+        # The parts of the scores: replaced, never changed in place (snapshots hold them).
         self._lexical: dict[str, float] = {}
         self._graph: dict[str, float] = {}
         self._recent: dict[str, float] = {}
+        # (-lexical, id) of every match, sorted: the seeds of a turn that rescored only
+        # the changed files (None: not built since the last full scoring)
+        self._ranked: list[tuple[float, str]] | None = None
         self._weights: dict[str, tuple[float, float]] = {}  # the query's, at the last scoring
         self._rescored_all = True  # whether the last scoring scored every file
         self._tiers: dict[str, tuple[int, int]] = {}  # node id → (version, tier)
+        self._inherited = bytearray()  # per entry: 1 where the level is a child's
         self._carrier = -1  # seq of the node that set the focus in effect
 
     # -- the focus ----------------------------------------------------------------------
 
     def offer_focus(self, node: Node) -> None:
         """Take ``node``'s focus if it sets one and is at least as new as the node that
-        set the focus in effect (levels follow at the next :meth:`level_all`)."""
+        set the focus in effect (levels follow at the next :meth:`level_all` or
+        :meth:`refocus`)."""
         text = node.focus_text()
         if text is None or node.seq < self._carrier:
             return
@@ -292,13 +340,17 @@ class Relevance:
 
     # -- levels -------------------------------------------------------------------------
 
-    def _lexical_scores(self, layout: Layout, changed: Iterable[int] | None) -> dict[str, float]:
+    def _lexical_scores(
+        self, layout: Layout, changed: Iterable[int] | None, *, rescore: bool = False
+    ) -> dict[str, float]:
         """Lexical scores of the files: the index synced with every text entry of
         ``layout`` and all scored (``changed`` None), or with the ``changed`` entries only
-        and those scored again — all of them when a query term's weight moved."""
+        and those scored again — all of them when a query term's weight moved, or with
+        ``rescore``."""
         if self.focus is None:
             self._index = self._refs = None  # not kept up to date without a focus: dropped
             self._attended = {}
+            self._ranked = None
             return {}
         index = self._index
         nodes, ref = layout.nodes, layout.ref
@@ -328,11 +380,23 @@ class Relevance:
                 self._sync(refs, node)
                 ids.append(node.id)
         weights = index.weights(query)
-        if weights != self._weights:
+        if rescore or weights != self._weights:
             return self._score_all(index, query)
-        lexical = dict(self._lexical)
+        old = self._lexical
+        ranked = self._ranked
+        if ranked is None and ids:  # built once per full scoring, then kept in step
+            ranked = self._ranked = sorted((-value, nid) for nid, value in old.items())
+        lexical = dict(old)
         for nid in ids:
             value = self._kind_scaled(index, nid, weights)
+            before = old.get(nid, 0.0)
+            if value == before:
+                continue
+            if ranked is not None:
+                if before > 0:
+                    del ranked[bisect_left(ranked, (-before, nid))]
+                if value > 0:
+                    insort(ranked, (-value, nid))
             if value > 0:
                 lexical[nid] = value
             else:
@@ -358,13 +422,15 @@ class Relevance:
         refs = self._refs
         if refs is None:
             return
-        lexical = self._lexical
-        best = sorted(lexical.items(), key=lambda kv: (-kv[1], kv[0]))[:SEED_FILES]
+        if self._ranked is not None:
+            best = [(nid, -negative) for negative, nid in self._ranked[:SEED_FILES]]
+        else:
+            best = nsmallest(SEED_FILES, self._lexical.items(), key=_best_first)
         seeds = dict(best)
         top = best[0][1] if best else 1.0
-        recent = sorted(self._attended.items(), key=lambda kv: (-kv[1], kv[0]))
-        for nid, _ in recent[:ATTENTION_FILES]:
-            self._recent[nid] = 1.0
+        recent = self._recent
+        for nid, _ in nsmallest(ATTENTION_FILES, self._attended.items(), key=_best_first):
+            recent[nid] = 1.0
             seeds[nid] = seeds.get(nid, 0.0) + top
         ranked = refs.rank(seeds, walked_only=True)
         high = max(ranked.values(), default=0.0)
@@ -373,55 +439,48 @@ class Relevance:
 
     def _score_all(self, index: Bm25Index, query: list[str]) -> dict[str, float]:
         self._rescored_all = True
+        self._ranked = None
         weights = self._weights = index.weights(query)
-        out = {}
-        for nid in index.matching(query):
-            value = self._kind_scaled(index, nid, weights)
-            if value > 0:
-                out[nid] = value
-        return out
+        return index.score_all(weights)
 
     @staticmethod
     def _kind_scaled(index: Bm25Index, nid: str, weights: dict[str, tuple[float, float]]) -> float:
         # a test or a fixture matches less than source
-        return index.score(nid, weights) * KIND_WEIGHT[file_kind(index.path_of[nid])]
+        return index.score(nid, weights) * KIND_WEIGHT[index.kind[nid]]
 
-    def _own(self, node: Node) -> Score:
+    def _own(self, node: Node) -> int:
+        """The level of ``node`` by its own score (a container's children aside)."""
         if not isinstance(node, TextNode):
-            return Score(0)
-        cached = self._tiers.get(node.id)
+            return 0
+        nid = node.id
+        cached = self._tiers.get(nid)
         if cached is not None and cached[0] == node.version:
             t = cached[1]
         else:
             t = tier(node.path, node.cuttable_lines())
-            self._tiers[node.id] = (node.version, t)
-        nid = node.id
-        lex, graph, recent = (
-            self._lexical.get(nid, 0.0),
-            self._graph.get(nid, 0.0),
-            self._recent.get(nid, 0.0),
+            self._tiers[nid] = (node.version, t)
+        combined = (
+            self._lexical.get(nid, 0.0)
+            + GRAPH_WEIGHT * self._graph.get(nid, 0.0)
+            + RECENT_WEIGHT * self._recent.get(nid, 0.0)
         )
-        combined = lex + GRAPH_WEIGHT * graph + RECENT_WEIGHT * recent
-        return Score(bucket(combined) * TIERS + t, lex, t, False, graph, recent)
+        return bucket(combined) * TIERS + t
 
     def level_all(self, layout: Layout) -> None:
-        """Level every entry of ``layout`` (``layout.level``) and keep the scores."""
+        """Level every entry of ``layout`` (``layout.level``)."""
         self._lexical = self._lexical_scores(layout, None)
         self._context_scores()
         nodes, ref, parent = layout.nodes, layout.ref, layout.parent
         level = layout.level
-        scores: dict[str, Score] = {}
+        inherited = self._inherited = bytearray(len(nodes))
         for i, node in enumerate(nodes):
             if not ref[i]:
-                score = self._own(node)
-                scores[node.id] = score
-                level[i] = score.level
+                level[i] = self._own(node)
         for i in range(len(nodes) - 1, -1, -1):  # children come after their parent
             p = parent[i]
             if p >= 0 and not ref[i] and level[i] > level[p]:
                 level[p] = level[i]
-                scores[nodes[p].id] = Score(level[i], inherited=True)
-        self.scores = scores
+                inherited[p] = 1
 
     def relevel(self, layout: Layout, changed: list[int]) -> list[int]:
         """Level again after the nodes at entries ``changed`` changed: those, and while a
@@ -433,55 +492,117 @@ class Relevance:
             self._context_scores()
         else:
             self._graph, self._recent = {}, {}
-        nodes, first, parent, level = layout.nodes, layout.first, layout.parent, layout.level
+        return self._settle(layout, self._moved_parts(layout, old, changed))
+
+    def refocus(self, layout: Layout, changed: list[int]) -> list[int] | None:
+        """Level again after the focus changed (and the nodes at entries ``changed``):
+        every file whose score moved, and their containers — what :meth:`level_all`
+        would give. Returns the entries whose level changed, or None when the index must
+        be built over every file first (a focus set where none was): then call
+        :meth:`level_all`."""
+        if self.focus is not None and self._index is None:
+            return None
+        old = (self._lexical, self._graph, self._recent)
+        self._lexical = self._lexical_scores(layout, changed, rescore=True)
+        if self.focus is not None:
+            self._context_scores()
+        else:
+            self._graph, self._recent = {}, {}
+        return self._settle(layout, self._moved_parts(layout, old, changed))
+
+    def _moved_parts(
+        self, layout: Layout, old: tuple[dict[str, float], ...], changed: list[int]
+    ) -> set[int]:
+        """``changed`` and the entries of the files whose score parts differ from
+        ``old`` (the lexical ones only when every file was scored again) so much that
+        their bucket moved (the tier of a file not changed stays)."""
+        first, level, end = layout.first, layout.level, layout.end
+        lexical, graph, recent = new = (self._lexical, self._graph, self._recent)
         todo = set(changed)
-        new = (self._lexical, self._graph, self._recent)
         for k, (before, after) in enumerate(zip(old, new, strict=True)):
             if before is after or (k == 0 and not self._rescored_all):
                 continue  # lexical scores not all rescored: only the changed ones moved
-            for nid in before.keys() | after.keys():
-                if before.get(nid) != after.get(nid) and nid in first:
-                    todo.add(first[nid])
-        scores = self.scores
-        copied = False
+            moved = [nid for nid, value in after.items() if before.get(nid) != value]
+            moved += [nid for nid in before if nid not in after]
+            for nid in moved:
+                i = first.get(nid)
+                if i is None:
+                    continue
+                combined = (
+                    lexical.get(nid, 0.0)
+                    + GRAPH_WEIGHT * graph.get(nid, 0.0)
+                    + RECENT_WEIGHT * recent.get(nid, 0.0)
+                )
+                if end[i] > i + 1 or bucket(combined) != level[i] // TIERS:
+                    todo.add(i)
+        return todo
 
-        def keep(i: int, score: Score) -> None:
-            nonlocal scores, copied
-            if scores.get(nodes[i].id) != score:
-                if not copied:  # projections already made hold the old dict
-                    scores = self.scores = dict(scores)
-                    copied = True
-                scores[nodes[i].id] = score
-
+    def _settle(self, layout: Layout, todo: set[int]) -> list[int]:
+        """Give the entries ``todo`` their own level, and their containers the best of
+        theirs and their children's; returns the entries whose level changed."""
+        nodes, parent, level, end = layout.nodes, layout.parent, layout.level, layout.end
+        inherited = self._inherited
         moved: list[int] = []
         containers: set[int] = set()
         for i in todo:
-            score = self._own(nodes[i])
-            if layout.end[i] > i + 1:
+            if end[i] > i + 1:
                 p = i
-                while p >= 0:
-                    containers.add(p)
-                    p = parent[p]
-                continue
-            keep(i, score)
-            if score.level != level[i]:
-                level[i] = score.level
+            else:
+                own = self._own(nodes[i])
+                if own == level[i]:
+                    continue
+                level[i] = own
                 moved.append(i)
                 p = parent[i]
-                while p >= 0:
-                    containers.add(p)
-                    p = parent[p]
+            while p >= 0 and p not in containers:
+                containers.add(p)
+                p = parent[p]
+        ref = layout.ref
         for p in sorted(containers, reverse=True):  # children before their parents
-            best = self._own(nodes[p]).level
-            inherited = False
+            own = best = self._own(nodes[p])
             for c in _children(layout, p):
-                if not layout.ref[c] and level[c] > best:
-                    best, inherited = level[c], True
-            keep(p, Score(best, inherited=True) if inherited else self._own(nodes[p]))
+                if not ref[c] and level[c] > best:
+                    best = level[c]
+            inherited[p] = best > own
             if best != level[p]:
                 level[p] = best
                 moved.append(p)
         return moved
+
+    def snapshot(self, layout: Layout) -> Callable[[], dict[str, Score]]:
+        """A function giving node id → :class:`Score` of every entry of ``layout`` as
+        leveled now, made when called (the levels are copied; the score parts are never
+        changed in place)."""
+        nodes, ref = layout.nodes, layout.ref
+        level, inherited = bytes(layout.level), bytes(self._inherited)
+        lexical, graph, recent = self._lexical, self._graph, self._recent
+
+        def scores() -> dict[str, Score]:
+            out: dict[str, Score] = {}
+            for i, node in enumerate(nodes):
+                if ref[i]:
+                    continue
+                nid, lv = node.id, level[i]
+                if inherited[i]:
+                    out[nid] = Score(lv, inherited=True)
+                elif isinstance(node, TextNode):
+                    out[nid] = Score(
+                        lv,
+                        lexical.get(nid, 0.0),
+                        lv % TIERS,
+                        False,
+                        graph.get(nid, 0.0),
+                        recent.get(nid, 0.0),
+                    )
+                else:
+                    out[nid] = Score(lv)
+            return out
+
+        return scores
+
+
+def _best_first(item: tuple[str, float]) -> tuple[float, str]:
+    return (-item[1], item[0])
 
 
 def _children(layout: Layout, p: int) -> Iterable[int]:
