@@ -223,3 +223,40 @@ class TestSteps:
         ladder = cut.ladder(lines, [0.0] * len(cut.units))
         out, kept, _ = cut.render(lines, ladder, 0)
         assert out == [lines[0], f"… lines 2–{len(lines)} elided"] and kept == 1
+
+
+class TestNoCutSaysLessThanTheOutline:
+    def test_adds_needs_a_definition_in_full_or_more_lines_than_the_outline(self) -> None:
+        lines = PY.split("\n")
+        cut = partition(outline("m.py", PY), lines)
+        assert cut is not None
+        entries = sum(1 for u in cut.units if u.kind == "entry")
+        ladder = cut.ladder(lines, [0.0] * len(cut.units))
+        assert not cut.adds(ladder, 0, 1)  # the first line and markers: the outline says more
+        assert cut.adds(ladder, 0, entries + 2)
+        last = ladder.steps - 1  # every definition but one in full
+        assert cut.adds(ladder, last, 1)
+
+    def test_a_projection_never_shows_a_cut_made_of_markers(self, tmp_path: Path) -> None:
+        # Six long functions, none about the focus: at any budget, a cut of this file
+        # shows a definition in full or more lines than its outline has definitions;
+        # else the file keeps its outline or name.
+        text = "".join(body(f"step_{k}", 40, "paint") + "\n\n" for k in range(6))
+        write(tmp_path, "m.py", text)
+        write(tmp_path, "restore.py", body("restore_checkpoint", 60, "restore"))
+        cut = partition(outline("m.py", text), text.split("\n"))
+        assert cut is not None
+        entries = sum(1 for u in cut.units if u.kind == "entry")
+        for budget in range(150, 1400, 50):
+            with Session(tmp_path, budget=budget) as s:
+                node = s.text("m.py")
+                s.text("restore.py")
+                s.focus("restore the checkpoint")
+                p = s.tick().projection
+            section = next(x for x in p.sections if x.node_id == node.id)
+            if section.cut_lines:
+                note = re.search(
+                    r"cut to fit the budget: (\d+) of \d+ lines of m\.py[^\]]*", p.text
+                )
+                assert note is not None, p.text
+                assert "in full:" in note.group(0) or int(note.group(1)) > 1 + entries, p.text

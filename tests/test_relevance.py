@@ -233,7 +233,71 @@ class TestBreadthBeforeDepth:
         assert shown["pkg/checkpoint.py"] == NodeState.DETAILS, p.explain()
         partial = [k for k, v in shown.items() if v == NodeState.SUMMARY and k.endswith(".py")]
         assert len(partial) >= 2, p.explain()  # outlines (or cuts, where those fit better)
-        assert shown["tests/test_shell.py"] == NodeState.COLLAPSED, p.explain()
+        # unrelated to the focus: left out (and counted in the footer) rather than named
+        unrelated = next(k for k, v in p.labels.items() if v == "tests/test_shell.py")
+        assert "tests/test_shell.py" not in shown and unrelated in p.omitted, p.explain()
+        assert "left out" in p.text
+
+    def test_unrelated_files_are_left_out_before_a_related_file_degrades(
+        self, tmp_path: Path
+    ) -> None:
+        # 40 files about nothing in the focus: as names they would cost more than the
+        # room left beside the related files, which would then lose their outlines.
+        (tmp_path / "pkg").mkdir()
+        (tmp_path / "pkg" / "checkpoint.py").write_text(filler("restore", 60))
+        (tmp_path / "pkg" / "snapshot.py").write_text(filler("checkpoint", 60))
+        (tmp_path / "other").mkdir()
+        for i in range(40):
+            (tmp_path / "other" / f"colors_{i}.py").write_text(filler(f"paint{i}", 10))
+        p = render(tmp_path, 1100, "restore the checkpoint")
+        shown = states(p)
+        assert shown["pkg/checkpoint.py"] >= NodeState.SUMMARY, p.explain()
+        assert shown["pkg/snapshot.py"] >= NodeState.SUMMARY, p.explain()
+        left = {p.labels[nid] for nid in p.omitted}
+        assert {f"other/colors_{i}.py" for i in range(40)} - set(shown) <= left
+        assert len(left) >= 20 and "left out" in p.text, p.explain()
+        # without a focus nothing is unrelated: names come before anything is left out
+        plain = render(tmp_path, 1100)
+        assert not plain.omitted and all(v >= NodeState.COLLAPSED for v in states(plain).values())
+
+    @settings(
+        max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        budget=st.integers(80, 1500),
+        edits=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3)), min_size=1, max_size=8),
+    )
+    def test_files_that_start_or_stop_matching_keep_the_plan_exact(
+        self, tmp_path: Path, budget: int, edits: list[tuple[int, int]]
+    ) -> None:
+        """Edits move files across the line between related and unrelated (which changes
+        how far they degrade), the edited file by its words, others through the
+        reference graph: each turn matches a projection built from scratch."""
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        (root / "d").mkdir()
+        bodies = (
+            lambda n: filler("restore", n),
+            lambda n: filler("paint", n),
+            lambda n: filler("paint", n) + "    restore_step_0(value)\n",  # uses a restore
+            lambda n: filler("x", n) + "def restore_step_0(value):\n    return value\n",
+        )
+        for i in range(8):
+            (root / "d" / f"f{i}.py").write_text(bodies[i % 4](12 + i))
+        with Session(root, budget=budget) as s:
+            scan_tree(s, ".")
+            s.focus("restore")
+            s.tick()
+            for turn, (k, topic) in enumerate(edits):
+                rel = f"d/f{k}.py"
+                (root / rel).write_text(bodies[topic](10 + turn) + f"# turn {turn}\n")
+                s.file_changed(rel)
+                result = s.tick()
+                p = result.projection
+                fresh = build_projection(
+                    s.graph, SectionCache(s.counter), s.budget, changes=result.changes
+                )
+                assert p.text == fresh.text and p.omitted == fresh.omitted, turn
+                assert p.tokens <= budget
 
     def test_the_fill_reopens_a_collapsed_directory_to_show_its_files(self, tmp_path: Path) -> None:
         # The degrade collapses lib/ (its files first, then the directory); the fill

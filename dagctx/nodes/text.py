@@ -624,6 +624,14 @@ class TextNode(Node):
             parts.append(self.notice)
         return "\n".join(parts), kept
 
+    def cut_adds(self, step: int, focus: str | None, kept: int) -> bool:
+        """Whether step ``step`` (< :meth:`cut_steps`) of the focused cut for ``focus``,
+        showing ``kept`` lines, shows more than the outline
+        (:meth:`dagctx.outline.cut.Cut.adds`)."""
+        cut = self._units()
+        assert cut is not None, "cut_steps() is 0: no focused cut"
+        return cut.adds(self._ladder(cut, focus), step, kept)
+
     def _first_lines(self, keep: int) -> list[str]:
         """The first ``keep`` lines shown."""
         if keep <= 0 or self._n <= 0:

@@ -123,6 +123,30 @@ class Cut:
         names = [self.units[u].name for u in full if self.units[u].name]
         return out, kept, names
 
+    def adds(self, ladder: Ladder, step: int, kept: int) -> bool:
+        """Whether step ``step`` of ``ladder``, showing ``kept`` of the file's lines,
+        shows more than the file's outline: a definition in full, or more lines than the
+        outline has definitions (as :meth:`render` lays them out, without rendering)."""
+        if self._whole(ladder, step):
+            return True
+        return kept > 1 + sum(1 for u in self.units if u.kind == "entry")
+
+    def _whole(self, ladder: Ladder, step: int) -> int:
+        """How many definitions step ``step`` of ``ladder`` shows in full."""
+        hits, starts = ladder.hits, ladder.starts
+        if hits:
+            if step == 0:
+                return 0
+            step -= 1
+        step += 1
+        if step <= hits:
+            shown = step
+        elif step - hits < len(starts):
+            shown = hits
+        else:
+            shown = step - len(starts)
+        return sum(1 for u in ladder.order[:shown] if self.units[u].kind == "entry")
+
     def _lay(
         self, lines: Sequence[str], full: set[int], frontier: int, numbered: bool
     ) -> tuple[list[str], bytearray, list[int]]:

@@ -66,6 +66,7 @@ from dagctx.projection._segtree import INF, MinTree, PrefixTree
 from dagctx.projection.assembly import most_that_fit
 from dagctx.projection.layout import Layout
 from dagctx.projection.order import DegradeOrder
+from dagctx.projection.relevance import unrelated
 from dagctx.projection.sections import SectionCache, reference_section
 
 OMIT = 0  # NodeState.HIDDEN: the allocation's "left out"
@@ -176,6 +177,24 @@ class Allocation:
             t0 += self.c(i, requested[i])
         self.t0 = t0
 
+    def _floor(self, i: int) -> int:
+        """The lowest state pass A takes entry ``i`` to: COLLAPSED (a name) or its
+        ``min_state``; OMIT for a file unrelated to the focus
+        (:func:`~dagctx.projection.relevance.unrelated`), so that with a focus set a file
+        with nothing to do with it is left out before a related file is degraded, and
+        the names of unrelated files do not crowd out the outlines of related ones."""
+        node = self.layout.nodes[i]
+        floor = max(COLLAPSED, int(node.min_state()))
+        if (
+            floor == COLLAPSED
+            and self.focus is not None
+            and not self.kids[i]
+            and unrelated(self.layout.level[i])
+            and getattr(node, "cuttable_lines", None) is not None
+        ):
+            return OMIT
+        return floor
+
     def _r(self, i: int) -> int:
         """Entry ``i``'s cost at its requested state as :attr:`t0` holds it: the count,
         or its lower bound while not settled."""
@@ -244,11 +263,11 @@ class Allocation:
             if ref[i]:
                 continue
             node = nodes[i]
-            floor = max(COLLAPSED, int(node.min_state()))
+            floor = self._floor(i)
             f1[i] = floor
             r = requested[i]
             sa[i] = min(r, floor)
-            if sa[i] < r:  # the levels in between are counted when a search needs them
+            if OMIT < sa[i] < r:  # the levels in between are counted when a search needs them
                 pairs.append((node, sa[i]))
         self.cache.prime(pairs)
         self.f1, self.sa = f1, sa
@@ -357,6 +376,8 @@ class Allocation:
                 if not now and not trig:
                     trig = r - s + 1
             deltas.append(d)
+        if floor == OMIT and not trig:  # a file left out: room for the footer from then on
+            trig = len(deltas)
         return deltas, trig
 
     def _a_leaf(self, i: int) -> tuple[int, int, int]:
@@ -393,7 +414,7 @@ class Allocation:
         its files at their floor, which the fill can raise in turn, rather than showing
         a summary the fill cannot look into)."""
         if state == OMIT:
-            return self.sa[i]
+            return self.sa[i] or COLLAPSED
         if self.kids[i]:
             expands = self.layout.nodes[i].expands_at
             if state not in expands:
@@ -436,6 +457,7 @@ class Allocation:
             or self.kids[i]
             or self.dropped[i]
             or i in self.cut
+            or s == OMIT
             or s >= DETAILS
             or self.layout.requested[i] < DETAILS
         ):
@@ -466,16 +488,17 @@ class Allocation:
         cost, cref, press = self.cost, self.cref, self.pressure
         if press:
             sa = self.sa
-            cache.prime((nodes[i], s) for i in changed for s in {sa[i], requested[i]})
+            cache.prime((nodes[i], s) for i in changed for s in {sa[i], requested[i]} if s)
         else:
             cache.prime((nodes[i], requested[i]) for i in changed)
         touched: set[int] = set(changed)
+        refloored: list[int] = []
         for i in changed:
             node = nodes[i]
             base = 5 * i
             old_r = cost[base] if cost[base] >= 0 else cost[base + requested[i]]
             self.unsettled -= cost[base] >= 0
-            old_a = cost[base + self.sa[i]] if press else 0
+            old_a = cost[base + self.sa[i]] if press and self.sa[i] != OMIT else 0
             for s in range(5):
                 cost[base + s] = -1
             self.t0 += self.c(i, requested[i]) - old_r
@@ -495,8 +518,12 @@ class Allocation:
                         touched.add(parent[e])
             self._touch(i)
             if press:
-                if max(COLLAPSED, int(node.min_state())) != self.f1[i]:
-                    return False
+                floor = self._floor(i)
+                if floor != self.f1[i]:  # a file became related or unrelated to the focus
+                    if self.kids[i]:
+                        return False
+                    self.f1[i], self.sa[i] = floor, min(requested[i], floor)
+                    refloored.append(i)
                 self._add_frontier(i, self.c(i, self.sa[i]) - old_a, touched)
                 self.t1[i] = _UNKNOWN
         if not press:
@@ -509,6 +536,8 @@ class Allocation:
             if not self._move(i):
                 return False
         touched.update(moved)
+        for i in refloored:
+            self.set_state(i, self.prefix_state(i, self.stop))
         for i in touched:
             self._leaves(i)
         self._follow_top(moved)
@@ -876,12 +905,13 @@ class Allocation:
 
     def _cut_target(
         self, i: int, focused: bool = True
-    ) -> tuple[int, Callable[[int], tuple[str, int]], int]:
-        """(state, cut, steps): ``cut(k)`` renders entry ``i`` cut at step ``k`` in
+    ) -> tuple[int, Callable[[int], tuple[str, int]], int, Callable[[int, int], bool] | None]:
+        """(state, cut, steps, adds): ``cut(k)`` renders entry ``i`` cut at step ``k`` in
         0..steps-1 (more shown the higher ``k``; step 0 the least) and says how many of
         its lines that shows. A focused cut (:meth:`TextNode.render_focused_cut`, for the
-        focus unless not ``focused``) where the node has one, else its first ``k + 1``
-        lines (steps 0: not cuttable)."""
+        focus unless not ``focused``) where the node has one, with ``adds(k, kept)``
+        whether step ``k`` shows more than the outline (:meth:`TextNode.cut_adds`); else
+        its first ``k + 1`` lines (steps 0: not cuttable) and ``adds`` None."""
         node = self.layout.nodes[i]
         state = NodeState(min(self.layout.requested[i], ALL))
         focus = self.focus if focused else None
@@ -889,23 +919,32 @@ class Allocation:
         steps = steps_of(focus) if steps_of is not None else 0
         if steps > 0:
             render = node.render_focused_cut  # type: ignore[attr-defined]
-            return int(state), lambda k: render(state, k, focus), steps
+            adds = node.cut_adds  # type: ignore[attr-defined]
+            return (
+                int(state),
+                lambda k: render(state, k, focus),
+                steps,
+                lambda k, n: adds(k, focus, n),
+            )
         render_cut = getattr(node, "render_cut", None)
         cuttable = getattr(node, "cuttable_lines", None)
         if render_cut is None or cuttable is None:
-            return int(state), lambda k: ("", 0), 0
-        return int(state), lambda k: (render_cut(state, k + 1), k + 1), cuttable() - 1
+            return int(state), lambda k: ("", 0), 0, None
+        return int(state), lambda k: (render_cut(state, k + 1), k + 1), cuttable() - 1, None
 
     def _measure_t1(self, i: int) -> int:
-        _, cut, steps = self._cut_target(i)
+        _, cut, steps, _ = self._cut_target(i)
         if steps <= 0:
             return _NOT_CUTTABLE
         return self.cache.measure(cut(0)[0], remember=False)[1]
 
-    def _best_cut(self, i: int, room: int, *, focused: bool) -> tuple[int, tuple[int, str, int]]:
-        """(state, (lines shown, text, tokens)) of the highest step of entry ``i``'s cut
+    def _best_cut(
+        self, i: int, room: int, *, focused: bool
+    ) -> tuple[int, tuple[int, str, int], bool]:
+        """(state, (lines shown, text, tokens), whether it shows more than the outline:
+        always for a cut by lines) of the highest step of entry ``i``'s cut
         (:meth:`_cut_target`) that fits in ``room`` (step 0 when none does)."""
-        state, cut, steps = self._cut_target(i, focused)
+        state, cut, steps, adds = self._cut_target(i, focused)
         measure = self.cache.measure
         full = self.c(i, state)
         kept: dict[int, int] = {}
@@ -918,20 +957,23 @@ class Allocation:
         k, text, tokens = most_that_fit(measured, steps - 1, room, steps * room // max(full, 1))
         if k < 0:  # only when a higher step costs fewer tokens somewhere: step 0 fits
             k, (text, tokens) = 0, measured(0)
-        return state, (kept[k], text, tokens)
+        return state, (kept[k], text, tokens), adds is None or adds(k, kept[k])
 
     def _apply_cut(self, i: int, room: int) -> None:
         """Show entry ``i`` cut at the highest step that fits in ``room`` tokens (step 0
         is known to fit): the most whole lines, or for a focused cut the most parts in
-        full. Where that is smaller than the outline the entry shows, the cut without a
-        focus (its outline first) is tried; if that is smaller too, nothing changes."""
-        state, best = self._best_cut(i, room, focused=True)
-        current = self.c(i, self.cur[i])
-        if self.cur[i] >= SUMMARY and best[2] < current and self.focus is not None:
-            best = max(best, self._best_cut(i, room, focused=False)[1], key=lambda b: b[2])
-        if self.cur[i] >= SUMMARY and best[2] < current:
-            return  # a cut smaller than the outline shown would show less
-        self.mods.append((i, self.cur[i]))
+        full. A focused cut that shows no more than the file's outline (no definition
+        in full, no more lines than the outline has definitions) is not shown: the cut
+        without a focus (its head and outline first) is tried, and if that shows no more
+        either, nothing changes. Nor does a cut by lines smaller than the outline shown."""
+        state, best, adds = self._best_cut(i, room, focused=True)
+        if not adds and self.focus is not None:
+            state, best, adds = self._best_cut(i, room, focused=False)
+        cur = self.cur[i]
+        current = self.c(i, cur)
+        if not adds or (cur >= SUMMARY and best[2] < current):
+            return
+        self.mods.append((i, cur))
         self.set_state(i, state)
         self.cut[i] = best
         self._touch(i)

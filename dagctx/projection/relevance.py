@@ -73,6 +73,7 @@ SMALL_LINES = 400
 TIERS = 20
 BUCKET_STEPS = 16  # buckets per unit of combined score
 BUCKETS = 8  # combined scores from 7/16 up share the top bucket
+RELATED_BUCKET = 2  # files below this bucket are unrelated to the focus (left out first)
 GRAPH_WEIGHT = 0.25  # how much the reference graph counts beside the lexical match
 RECENT_WEIGHT = 0.3  # how much recent attention counts
 SEED_FILES = 16  # the best lexical matches seed the PageRank
@@ -124,6 +125,13 @@ def bucket(combined: float) -> int:
     if combined <= 0:
         return 0
     return 1 + min(BUCKETS - 1, int(combined * BUCKET_STEPS))
+
+
+def unrelated(level: int) -> bool:
+    """Whether a file at ``level`` is unrelated to the focus: its combined score is in
+    the lowest buckets (below :data:`RELATED_BUCKET`: no match, or only a trace of the
+    reference graph)."""
+    return level < RELATED_BUCKET * TIERS
 
 
 def tier(path: str, lines: int) -> int:
