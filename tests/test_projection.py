@@ -381,3 +381,25 @@ class TestMultiParentUnderPressure:
                 for ref in (x for x in p.sections if x.reference):
                     assert ref.node_id not in p.omitted
             assert {low.id, high.id} <= {x.node_id for x in full.sections}
+
+
+def test_the_footer_names_left_out_files_by_directory() -> None:
+    from dagctx.projection.assembly import left_out_names
+
+    left = [
+        ("text_1", "README.md"),
+        ("text_2", "tests/a.py"),
+        ("group_3", "src/"),
+        ("text_3", "src/x.py"),
+        ("text_4", "tests/b.py"),
+        ("text_5", "docs/only.md"),
+        ("text_6", "tests/c.py"),
+        ("text_7", "src/y.py"),
+    ]
+    assert left_out_names(left) == [
+        ("3 in tests/", 3),
+        ("2 in src/", 2),
+        ("#text_1 (README.md)", 1),
+        ("#group_3 (src/)", 1),
+        ("#text_5 (docs/only.md)", 1),
+    ]

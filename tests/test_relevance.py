@@ -256,6 +256,7 @@ class TestBreadthBeforeDepth:
         left = {p.labels[nid] for nid in p.omitted}
         assert {f"other/colors_{i}.py" for i in range(40)} - set(shown) <= left
         assert len(left) >= 20 and "left out" in p.text, p.explain()
+        assert f"{len(left)} in other/" in p.text  # the footer counts them by directory
         # without a focus nothing is unrelated: names come before anything is left out
         plain = render(tmp_path, 1100)
         assert not plain.omitted and all(v >= NodeState.COLLAPSED for v in states(plain).values())

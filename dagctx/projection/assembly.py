@@ -11,7 +11,7 @@ list and the tokens before it (the stable prefix).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from dagctx._quote import inline
 from dagctx.graph import ContextGraph
@@ -241,15 +241,19 @@ def changes_section(
 
 
 def footer(
-    count: int, names: Sequence[str], cache: SectionCache, budget: int, limit: int
+    count: int, names: Sequence[tuple[str, int]], cache: SectionCache, budget: int, limit: int
 ) -> tuple[str, int]:
-    """The "left out" line for ``count`` nodes naming as many of ``names`` as fit."""
+    """The "left out" line for ``count`` nodes naming as many of ``names`` (each with the
+    number of nodes it stands for: :func:`left_out_names`) as fit."""
     if not count:
         return "", 0
+    covered = [0]
+    for _, n in names:
+        covered.append(covered[-1] + n)
 
     def line(k: int) -> tuple[str, int]:
-        rest = f", … +{count - k} more" if k < count else ""
-        listed = ": " + ", ".join(names[:k]) + rest if k else ""
+        rest = f", … +{count - covered[k]} more" if covered[k] < count else ""
+        listed = ": " + ", ".join(name for name, _ in names[:k]) + rest if k else ""
         return cache.measure(
             f"[dagctx left out {count} node{'s' * (count != 1)} to fit {budget} tokens{listed}]",
             remember=False,
@@ -257,6 +261,31 @@ def footer(
 
     _, text, tokens = most_that_fit(line, len(names), limit)
     return text, tokens
+
+
+def left_out_names(left: Iterable[tuple[str, str]]) -> list[tuple[str, int]]:
+    """How the footer names the nodes ``left`` out ((id, label) in walk order), each name
+    with the number of nodes it stands for: the files of a directory with more than one
+    left out as one ``N in dir/`` (most first, then walk order), every other node as
+    ``#id (label)`` in walk order after them. At most :data:`FOOTER_NAMES` names."""
+    items = list(left)
+    by_dir: dict[str, int] = {}
+    dirs = []
+    for _, label in items:
+        cut = label.rstrip("/").rfind("/")
+        d = label[: cut + 1] if cut > 0 else ""
+        dirs.append(d)
+        if d:
+            by_dir[d] = by_dir.get(d, 0) + 1
+    grouped = sorted((d for d, n in by_dir.items() if n > 1), key=lambda d: -by_dir[d])
+    names = [(f"{by_dir[d]} in {d}", by_dir[d]) for d in grouped]
+    many = set(grouped)
+    names += [
+        (f"#{nid} ({label})", 1)
+        for (nid, label), d in zip(items, dirs, strict=True)
+        if d not in many
+    ]
+    return names[:FOOTER_NAMES]
 
 
 def most_that_fit(

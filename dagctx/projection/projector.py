@@ -32,11 +32,11 @@ from dagctx.nodes.base import NodeState, Trace
 from dagctx.projection.allocation import OMIT, Allocation
 from dagctx.projection.assembly import (
     CHANGES_SHARE,
-    FOOTER_NAMES,
     FOOTER_TOKENS,
     Body,
     changes_section,
     footer,
+    left_out_names,
 )
 from dagctx.projection.bands import STABLE, band_of, ends, in_bands, workspace_room
 from dagctx.projection.layout import Layout
@@ -59,7 +59,7 @@ class _Plan:
     body: Body
     mark: int  # trace log position up to which changes are accounted for
     last: Projection | None = None
-    names: list[str] | None = None  # the footer's first left-out nodes
+    names: list[tuple[str, int]] | None = None  # the footer's names of left-out nodes
 
 
 class Projector:
@@ -354,7 +354,7 @@ class Projector:
         omitted = len(layout.first) - body.nodes
         used = body.tokens + changes_tokens
         if body.moved or plan.names is None:
-            plan.names = self._footer_names(body, omitted) if omitted else []
+            plan.names = self._footer_names(body) if omitted else []
         names = plan.names
         footer_text, footer_tokens = footer(omitted, names, self.cache, budget, budget - used)
         text = "".join(texts) + changes_text + footer_text
@@ -404,21 +404,21 @@ class Projector:
             return None, False
         return (section, self._text(alloc, i, section)), self._band(i)
 
-    def _footer_names(self, body: Body, count: int) -> list[str]:
+    def _footer_names(self, body: Body) -> list[tuple[str, int]]:
+        """The footer's names of the nodes not shown (:func:`left_out_names`)."""
         layout = self.layout
         assert layout is not None
         ref, shown, nodes, labels = layout.ref, body.shown, layout.nodes, self.labels
-        names: list[str] = []
-        limit = min(count, FOOTER_NAMES)
+        left: list[tuple[str, str]] = []
         i, n = 0, len(nodes)
-        while i < n and len(names) < limit:
+        while i < n:
             i = shown.find(0, i)
             if i < 0:
                 break
             if not ref[i]:
-                names.append(f"#{nodes[i].id} ({labels[i]})")
+                left.append((nodes[i].id, labels[i]))
             i += 1
-        return names
+        return left_out_names(left)
 
     def _label(self, node_id: str) -> str:
         layout = self.layout
@@ -536,7 +536,7 @@ class Projector:
         unsafe = unsafe_start(changes_text) or any(unsafe_start(t) for _, _, t in placed)
         while True:
             used = sum(s.tokens for _, s, _ in placed) + changes_tokens
-            names = [f"#{nid} ({self.labels[first[nid]]})" for nid in omitted[:FOOTER_NAMES]]
+            names = left_out_names((nid, self.labels[first[nid]]) for nid in omitted)
             footer_text, footer_tokens = footer(
                 len(omitted), names, self.cache, budget, budget - used
             )
