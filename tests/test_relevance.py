@@ -300,6 +300,38 @@ class TestBreadthBeforeDepth:
                 assert p.text == fresh.text and p.omitted == fresh.omitted, turn
                 assert p.tokens <= budget
 
+    def test_a_best_file_too_long_for_half_the_room_is_cut_for_the_others(
+        self, tmp_path: Path
+    ) -> None:
+        # Kept whole, the big module (the most important: priority 50) would take nearly
+        # all the room and leave the related modules as names; a focused cut of it leaves
+        # room for their outlines.
+        (tmp_path / "big.py").write_text(filler("restore", 400))
+        for k in range(5):
+            (tmp_path / f"part_{k}.py").write_text(filler(f"restore{k}", 40))
+        for k in range(20):  # files about something else: "restore" is a rare word
+            (tmp_path / f"other_{k}.py").write_text(filler(f"paint{k}", 5))
+
+        def project(budget: int) -> Projection:
+            with Session(tmp_path, budget=budget) as s:
+                s.text("big.py", priority=50)
+                for k in range(5):
+                    s.text(f"part_{k}.py")
+                for k in range(20):
+                    s.text(f"other_{k}.py")
+                s.focus("restore")
+                return s.tick().projection
+
+        p = project(5000)  # the module alone needs 4,100 tokens: too many for 75 % of it
+        big = next(x for x in p.sections if p.labels[x.node_id] == "big.py")
+        assert big.cut_lines and big.tokens <= 5000 * 0.5, p.explain()
+        parts = [v for k, v in states(p).items() if k.startswith("part_")]
+        assert len(parts) == 5 and all(v >= NodeState.SUMMARY for v in parts), p.explain()
+        # alone with unrelated files, it is kept whole where it fits
+        for k in range(5):
+            (tmp_path / f"part_{k}.py").write_text(filler(f"paint{k}", 40))
+        assert states(project(5000))["big.py"] == NodeState.DETAILS
+
     def test_the_fill_reopens_a_collapsed_directory_to_show_its_files(self, tmp_path: Path) -> None:
         # The degrade collapses lib/ (its files first, then the directory); the fill
         # brings it straight back to DETAILS, so its files get outlines, rather than to a

@@ -20,9 +20,16 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   over the slots (:class:`~dagctx.projection._segtree.PrefixTree`): the greedy stops at the
   first step after which the total fits. Once a node is omitted or a container collapses,
   room for the "left out" footer is reserved.
+- **Unrelated files first.** With a focus set, a file unrelated to it
+  (:func:`~dagctx.projection.relevance.unrelated`) has OMIT as its floor: it is left out
+  (and counted in the footer by directory) at its place in the order, before any
+  related file is degraded, instead of showing as a name.
 - **Breadth before depth.** The degrade aims at :data:`FULL_SHARE` percent of the room
   (the whole room when that share cannot hold every node as a name, or would degrade
-  the most important text node). Then, going back from the most important node,
+  the most important text node while that file needs at most :data:`WHOLE_SHARE`
+  percent of the room or no other file is related to the focus; a longer best file
+  gets a focused cut of up to :data:`TOP_CUT_SHARE` percent first, the degrade aiming
+  at the share less that). Then, going back from the most important node,
   degraded nodes are brought up to SUMMARY (an outline) while each fits, up to the
   first that does not (at most :data:`MAX_OUTLINES`); then, from the most important
   node again and no further than that one, each is upgraded one level at a time while
@@ -73,6 +80,8 @@ OMIT = 0  # NodeState.HIDDEN: the allocation's "left out"
 COLLAPSED, SUMMARY, DETAILS, ALL = 1, 2, 3, 4
 _UNKNOWN = -2  # a cut cost not measured yet
 FULL_SHARE = 75  # percent of the room the degrade aims at; the rest first buys outlines
+WHOLE_SHARE = 50  # the best file is kept whole when it needs at most this percent of the room
+TOP_CUT_SHARE = 40  # else a focused cut of it gets up to this percent, before the fill
 LOW_CHARS = 256  # a section this long is counted only when it may be shown
 MAX_OUTLINES = 32  # nodes the outline round raises per projection
 TOP_FILE_SCAN = 4096  # slots searched from the top for the most important file
@@ -736,14 +745,49 @@ class Allocation:
         # share (pass B would leave nodes out), degrade for the whole room instead.
         share = max(0, room - held) * FULL_SHARE // 100 + min(room, held)
         stop, total, triggered = self._find_stop(share, share - reserve)
-        if stop[0] == 2 or stop[1] >= self._top_file_slot():  # keep the best file whole
+        top, keep = -1, 0
+        if stop[0] == 2:
             stop, total, triggered = self._find_stop(room, room - reserve)
+        elif stop[1] >= self._top_file_slot():  # the best file would be degraded:
+            top = self.top if self.top is not None else -1  # keep it whole if it can be
+            if self._r(top) <= room * WHOLE_SHARE // 100 or not self._others_related(top):
+                stop, total, triggered = self._find_stop(room, room - reserve)
+                top = -1
+            else:  # too long to keep whole: room for a focused cut of it first
+                keep = self._top_cut_room(top, room * TOP_CUT_SHARE // 100)
+                if keep:
+                    stop, total, triggered = self._find_stop(share - keep, share - keep - reserve)
         self.move_to(stop)
         self.total, self.triggered = total, triggered
         avail = room - reserve if triggered else room
+        if keep and self.cur[top] < self.layout.requested[top]:
+            fits = min(keep, avail - self.total) + self.c(top, self.cur[top])
+            if self.t1[top] <= fits:
+                self._apply_cut(top, fits)
         low = self._fill_outlines(avail)
         self._fill(avail, low)
         self._cut(avail)
+
+    def _others_related(self, i: int) -> bool:
+        """Whether a file other than entry ``i`` is related to the focus (none without
+        a focus): only then is there more to show than the best file."""
+        if self.focus is None:
+            return False
+        level, kids, nodes = self.layout.level, self.kids, self.layout.nodes
+        return any(
+            not kids[j] and j != i and getattr(nodes[j], "cuttable_lines", None) is not None
+            for j in range(len(level))
+            if not unrelated(level[j])
+        )
+
+    def _top_cut_room(self, i: int, most: int) -> int:
+        """The room a cut of entry ``i`` (the best file, too long to keep whole) is given
+        before the fill: ``most`` tokens, or 0 when even its smallest cut needs more."""
+        if self.t1[i] == _UNKNOWN:
+            self.t1[i] = self._measure_t1(i)
+            self._refresh(i)
+        t1 = self.t1[i]
+        return most if 0 <= t1 <= most else 0
 
     def _scan(self, i: int, pre: int, before: int, after: int) -> tuple[int, int] | None:
         """First step of entry ``i`` at which ``pre`` + deltas fits (``before`` as the

@@ -9,9 +9,11 @@ For a budget ``B``:
    first — by priority, then relevance level (:mod:`dagctx.projection.relevance`: the
    focus, the file's kind), then recency, a container counting as important as the most
    important node it shows — each node one level at a time down to COLLAPSED (or its
-   ``min_state``) until three quarters of the room is enough (all of it when that would
-   leave nodes out or degrade the most important file); if that is not enough, omit
-   nodes in the same order. A container that stops showing its children hides them
+   ``min_state``; with a focus, a file unrelated to it down to omitted) until three
+   quarters of the room is enough (all of it when that would leave nodes out, or
+   degrade the most important file while it needs at most half the room or nothing
+   else relates to the focus; a longer one is cut to at most 40 % of the room first);
+   if that is not enough, omit nodes in the same order. A container that stops showing its children hides them
    (their cost leaves the total; they count as left out). Once anything is left out,
    room is kept for the footer that lists it.
 3. Breadth before depth: going back from the most important node, bring degraded nodes
