@@ -13,9 +13,9 @@ For a budget ``B``:
    quarters of the room is enough (all of it when that would leave nodes out, or
    degrade the most important file while it needs at most half the room or nothing
    else relates to the focus; a longer one is cut to at most 40 % of the room first);
-   if that is not enough, omit nodes in the same order. A container that stops showing its children hides them
-   (their cost leaves the total; they count as left out). Once anything is left out,
-   room is kept for the footer that lists it.
+   if that is not enough, omit nodes in the same order. A container that stops showing
+   its children hides them (their cost leaves the total; they count as left out). Once
+   anything is left out, room is kept for the footer that lists it (by directory).
 3. Breadth before depth: going back from the most important node, bring degraded nodes
    up to SUMMARY (outlines) while each fits; then, no further down than the first that
    did not, upgrade every degraded node one level at a time while the next level fits.
