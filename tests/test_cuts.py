@@ -238,9 +238,9 @@ class TestNoCutSaysLessThanTheOutline:
         assert cut.adds(ladder, last, 1)
 
     def test_a_projection_never_shows_a_cut_made_of_markers(self, tmp_path: Path) -> None:
-        # Six long functions, none about the focus: at any budget, a cut of this file
-        # shows a definition in full or more lines than its outline has definitions;
-        # else the file keeps its outline or name.
+        # Six long functions, none about the focus (the file is unrelated to it): at any
+        # budget, a cut of this file shows a definition in full or more lines than its
+        # outline has definitions; else the file keeps its outline or name.
         text = "".join(body(f"step_{k}", 40, "paint") + "\n\n" for k in range(6))
         write(tmp_path, "m.py", text)
         write(tmp_path, "restore.py", body("restore_checkpoint", 60, "restore"))

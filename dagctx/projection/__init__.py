@@ -9,13 +9,13 @@ Layout by volatility (:mod:`.bands`), so that provider prompt caches keep hittin
 text is three bands, each in walk order — *stable* (the workspace: groups, files,
 outlines, tools; an edited file changes in place), *conversation* (topics and messages),
 *volatile* (the session node) — then the changes since last turn and the left-out
-footer. What the
-allocation decides does not depend on the order, so the budget stays exact and the text
-deterministic. Under pressure the later bands and the changes section are given a
-reservation that grows in steps of 1/32 of the budget (:func:`.bands.workspace_room`), so
-a new message does not move the workspace's allocation. :attr:`Projection.stable_prefix_tokens` measures the identical prefix on
-the text (:mod:`.prefix`); :meth:`Projection.to_messages` splits the text at the band ends
-for providers' cache breakpoints (:mod:`.messages`).
+footer. What the allocation decides does not depend on the order, so the budget stays
+exact and the text deterministic. Under pressure the later bands and the changes section
+are given a reservation that grows in steps of 1/32 of the budget
+(:func:`.bands.workspace_room`), so a new message does not move the workspace's
+allocation. :attr:`Projection.stable_prefix_tokens` measures the identical prefix on the
+text (:mod:`.prefix`); :meth:`Projection.to_messages` splits the text at the band ends for
+providers' cache breakpoints (:mod:`.messages`).
 """
 
 from dagctx.projection.build import build_projection

@@ -1006,16 +1006,20 @@ class Allocation:
     def _apply_cut(self, i: int, room: int) -> None:
         """Show entry ``i`` cut at the highest step that fits in ``room`` tokens (step 0
         is known to fit): the most whole lines, or for a focused cut the most parts in
-        full. A focused cut that shows no more than the file's outline (no definition
-        in full, no more lines than the outline has definitions) is not shown: the cut
-        without a focus (its head and outline first) is tried, and if that shows no more
-        either, nothing changes. Nor does a cut by lines smaller than the outline shown."""
+        full. In place of an outline already shown, a focused cut that shows no more
+        than it (no definition in full, no more lines than the outline has definitions)
+        is not shown: the cut without a focus (its head and outline first) is tried,
+        and if that shows no more either, nothing changes; nor does a cut smaller than
+        the outline. In place of a name, any cut shows more, except for a file unrelated
+        to the focus, which gets no cut that shows no more than its outline."""
         state, best, adds = self._best_cut(i, room, focused=True)
         if not adds and self.focus is not None:
             state, best, adds = self._best_cut(i, room, focused=False)
         cur = self.cur[i]
         current = self.c(i, cur)
-        if not adds or (cur >= SUMMARY and best[2] < current):
+        if cur >= SUMMARY and best[2] < current:
+            return
+        if not adds and (cur >= SUMMARY or self.f1[i] == OMIT):
             return
         self.mods.append((i, cur))
         self.set_state(i, state)
