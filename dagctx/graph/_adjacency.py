@@ -1,125 +1,151 @@
-"""The edge store of a context graph: a typed adapter over a networkx DiGraph's adjacency.
+"""The edge store of a context graph: each node's children and parents, in order.
 
-:class:`Adjacency` is the only code that touches networkx's private adjacency dicts
-(``_succ`` / ``_pred``). It hands them out read-only, typed as mappings: a node's children
-(or parents) are the keys of its row, in insertion order, so reading them costs a dict
-lookup, not the call and allocation of a networkx view — the cascade, the walk and the
-checkpoints read them on every change. Every write goes through a method here.
+:class:`Adjacency` keeps two dicts keyed by every node id: :attr:`~Adjacency.succ` (the
+children, in order) and :attr:`~Adjacency.pred` (the parents, in the order they were
+linked). It hands them out read-only; every write goes through a method here. Reading a
+row costs a dict lookup (the cascade, the walk and the checkpoints read them on every
+change).
 
-It keeps no invariant of its own beyond networkx's (no repeated edge; an edge's ends are
-nodes); acyclicity, root order and the rest belong to :class:`~dagctx.graph.ContextGraph`,
-which is its only user. Imports networkx only.
+The rows are lean because a graph of files has one row pair per node: a node without
+children shares one empty tuple, a parent's children are a dict (ordered, O(1) membership
+and removal, whatever the fan-out), and a node's parents are a tuple (most nodes have one
+or two; a new tuple per link or unlink of that node). That is about a third of what a
+networkx ``DiGraph`` spends per node and edge (a dict per node per direction and a dict
+per edge end). networkx stays the engine of graph algorithms: :attr:`~Adjacency.digraph`
+builds a ``DiGraph`` with the same nodes and edges, both orders included, when one is
+asked for.
+
+It keeps no invariant of its own beyond consistency (``p`` is in ``pred[c]`` exactly when
+``c`` is in ``succ[p]``, each once; every key of either dict is a node); acyclicity, root
+order and the rest belong to :class:`~dagctx.graph.ContextGraph`, which is its only
+user. Imports networkx only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Iterable, Mapping
 
 import networkx as nx
 
-Row = Mapping[str, object]
-"""A node's children (or parents): its keys, in order. The values mean nothing."""
+Row = Collection[str]
+"""A node's children (or parents): ids in order, supporting ``in`` and ``len``."""
 
-
-class _NoAttributes(dict[str, object]):
-    """The one attribute mapping of every node and edge of a :class:`_Dag`: always empty.
-
-    dagctx stores nothing in networkx's attribute dicts; sharing one empty mapping saves
-    two dicts per node and edge. Adding an attribute raises TypeError.
-    """
-
-    __slots__ = ()
-
-    def update(self, *args: object, **kwargs: object) -> None:
-        if any(args) or kwargs:
-            raise TypeError("dagctx graphs keep no node or edge attributes")
-
-    def __setitem__(self, key: object, value: object) -> None:
-        raise TypeError("dagctx graphs keep no node or edge attributes")
-
-
-_NO_ATTRIBUTES = _NoAttributes()
-
-
-def _no_attributes() -> _NoAttributes:
-    return _NO_ATTRIBUTES
-
-
-if TYPE_CHECKING:  # networkx's stubs make DiGraph generic; the class itself is not
-    _DiGraph = nx.DiGraph[str]
-else:
-    _DiGraph = nx.DiGraph
-
-
-class _Dag(_DiGraph):
-    """A networkx DiGraph whose nodes and edges share one empty attribute mapping."""
-
-    node_attr_dict_factory = staticmethod(_no_attributes)
-    edge_attr_dict_factory = staticmethod(_no_attributes)
+_NONE: tuple[str, ...] = ()
 
 
 class Adjacency:
-    """Ordered edges parent → child over a networkx DiGraph.
+    """Ordered edges parent → child.
 
-    :attr:`succ` and :attr:`pred` map a node id to its children / parents (the keys of the
-    row, in the order the edges were added). They are networkx's own dicts, shared, not
-    copied: read them, never write them, and do not keep a row across a write.
+    :attr:`succ` and :attr:`pred` map every node id to its children / parents (a
+    :data:`Row`, in order). They are the store itself, not copies: read them, never write
+    them, and do not keep a row across a write.
     """
 
-    __slots__ = ("_dag", "pred", "succ")
+    __slots__ = ("_children", "_parents", "pred", "succ")
 
     def __init__(self) -> None:
-        self._dag = _Dag()
-        # networkx's stubs leave its adjacency dicts out: read them from the instance.
-        fields = vars(self._dag)
-        self.succ: Mapping[str, Row] = fields["_succ"]
-        self.pred: Mapping[str, Row] = fields["_pred"]
+        self._children: dict[str, dict[str, None] | tuple[str, ...]] = {}
+        self._parents: dict[str, tuple[str, ...]] = {}
+        self.succ: Mapping[str, Row] = self._children
+        self.pred: Mapping[str, Row] = self._parents
 
     @property
     def digraph(self) -> nx.DiGraph[str]:
-        """The networkx graph itself, for networkx's algorithms (read it, do not write)."""
-        return self._dag
+        """A new networkx ``DiGraph`` of the same nodes and edges, for networkx's
+        algorithms: nodes in insertion order, each node's successors in child order and
+        its predecessors in parent order (orders no sequence of ``add_edge`` calls can
+        always give both of, so its adjacency dicts are filled directly)."""
+        dag: nx.DiGraph[str] = nx.DiGraph()
+        dag.add_nodes_from(self._children)
+        # networkx's stubs leave its adjacency dicts out: reach them through the instance.
+        fields = vars(dag)
+        succ: dict[str, dict[str, dict[str, object]]] = fields["_succ"]
+        pred: dict[str, dict[str, dict[str, object]]] = fields["_pred"]
+        for parent, kids in self._children.items():
+            succ[parent].update((child, {}) for child in kids)
+        for child, parents in self._parents.items():
+            pred[child].update((parent, succ[parent][child]) for parent in parents)
+        return dag
 
     def has_edge(self, parent: str, child: str) -> bool:
-        row = self.succ.get(parent)
-        return row is not None and child in row
+        return child in self._children.get(parent, _NONE)
 
     def has_path(self, source: str, target: str) -> bool:
-        """Whether ``target`` is reachable from ``source`` along edges."""
-        return bool(nx.has_path(self._dag, source, target))
+        """Whether ``target`` is reachable from ``source`` along edges (``source`` itself
+        included)."""
+        children = self._children
+        seen = {source}
+        stack = [source]
+        while stack:
+            nid = stack.pop()
+            if nid == target:
+                return True
+            for child in children[nid]:
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+        return False
 
     def add_node(self, node_id: str) -> None:
-        self._dag.add_node(node_id)
+        """Add a node without edges (a node already there keeps its edges)."""
+        self._children.setdefault(node_id, _NONE)
+        self._parents.setdefault(node_id, _NONE)
 
     def remove_node(self, node_id: str) -> None:
         """Remove a node and every edge at it."""
-        self._dag.remove_node(node_id)
+        for child in self._children.pop(node_id):
+            self._drop_parent(child, node_id)
+        children = self._children
+        for parent in self._parents.pop(node_id):
+            kids = children[parent]
+            assert isinstance(kids, dict)
+            del kids[node_id]
+            if not kids:
+                children[parent] = _NONE
 
     def add_edge(self, parent: str, child: str) -> None:
-        """Append ``child`` to the children of ``parent`` (and ``parent`` to its parents)."""
-        self._dag.add_edge(parent, child)
+        """Append ``child`` to the children of ``parent`` (and ``parent`` to its parents);
+        an existing edge is left as it is."""
+        kids = self._children[parent]
+        if child in kids:
+            return
+        if isinstance(kids, dict):
+            kids[child] = None
+        else:
+            self._children[parent] = {child: None}
+        self._parents[child] += (parent,)
 
     def add_edges(self, edges: Iterable[tuple[str, str]]) -> None:
         """Add edges in the given order (which fixes both children and parents order)."""
-        self._dag.add_edges_from(edges)
+        for parent, child in edges:
+            self.add_edge(parent, child)
 
     def remove_edge(self, parent: str, child: str) -> None:
-        self._dag.remove_edge(parent, child)
+        """Remove the edge ``parent → child`` (which must exist)."""
+        kids = self._children[parent]
+        assert isinstance(kids, dict)
+        del kids[child]
+        if not kids:
+            self._children[parent] = _NONE
+        self._drop_parent(child, parent)
 
     def insert_child(self, parent: str, child: str, position: int) -> None:
-        """Make ``child`` the child of ``parent`` at ``position`` among its children."""
-        tail = list(self.succ[parent])[position:]
-        dag = self._dag
-        for sibling in tail:
-            dag.remove_edge(parent, sibling)
-        dag.add_edge(parent, child)
-        for sibling in tail:
-            dag.add_edge(parent, sibling)
+        """Make ``child`` the child of ``parent`` at ``position`` among its children
+        (``parent`` goes last among the parents of ``child``)."""
+        order = list(self._children[parent])
+        order.insert(position, child)
+        self._children[parent] = dict.fromkeys(order)
+        self._parents[child] += (parent,)
 
     def clear_children(self, parent: str) -> None:
         """Remove every edge from ``parent`` to its children."""
-        self._dag.remove_edges_from([(parent, c) for c in list(self.succ[parent])])
+        for child in self._children[parent]:
+            self._drop_parent(child, parent)
+        self._children[parent] = _NONE
+
+    def _drop_parent(self, child: str, parent: str) -> None:
+        parents = self._parents[child]
+        self._parents[child] = tuple(p for p in parents if p != parent)
 
 
 __all__ = ["Adjacency", "Row"]

@@ -1,8 +1,8 @@
 """ContextGraph: typed nodes in an ordered, multi-parent DAG, with the change cascade.
 
-Edges run parent → child and are stored in a :class:`networkx.DiGraph` behind
-:class:`~dagctx.graph._adjacency.Adjacency` (the only code that reads networkx's private
-adjacency dicts). The graph keeps
+Edges run parent → child and are stored in
+:class:`~dagctx.graph._adjacency.Adjacency` (ordered rows of children and parents; a
+networkx ``DiGraph`` of them on demand). The graph keeps
 these invariants after every public call, and a call that would break one raises a
 :class:`~dagctx.errors.GraphError` subclass before changing anything:
 
@@ -396,7 +396,7 @@ class ContextGraph:
         Also returns, per ancestor, the first child through which a change reached it.
         Costs O(edges among the ancestors), whatever the fan-out of the nodes involved.
         """
-        pred = self._adj.pred  # the raw rows: networkx views cost a call per access
+        pred = self._adj.pred  # the raw rows: a dict lookup per access
         # An origin that is an ancestor of another origin is notified too (it is reached
         # as a parent below); only origins that are no one's ancestor stay out.
         seen: set[str] = set()
