@@ -310,3 +310,108 @@ class TestCommandLine:
         assert done.stderr.startswith("dagctx: error: ")
         assert message in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+#: A server whose session opens only once the file named by argv[2] exists (or fails
+#: to open, with argv[3] == "fail"): what the client sees while a session opens.
+OPENING_SERVER = """
+import sys, time
+from functools import partial
+from pathlib import Path
+
+import anyio
+
+from dagctx.errors import PathError
+from dagctx.mcp.server import serve_stdio_while_opening
+
+root, gate, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+
+
+def open_session():
+    while not gate.exists():
+        time.sleep(0.02)
+    if mode == "fail":
+        raise PathError("the tree went away", path=root)
+    from dagctx.session import Session
+
+    return Session(root)
+
+
+try:
+    anyio.run(partial(serve_stdio_while_opening, open_session, root=root, budget=2000))
+except PathError as exc:
+    print(f"failed: {exc}", file=sys.stderr)
+    sys.exit(3)
+"""
+
+
+@asynccontextmanager
+async def opening(root: Path, gate: Path, mode: str) -> AsyncIterator[ClientSession]:
+    script = root.parent / "opening_server.py"
+    script.write_text(OPENING_SERVER)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[str(script), str(root), str(gate), mode],
+        env=dict(os.environ),
+    )
+    with (root.parent / "opening-stderr.log").open("w") as err:
+        async with (
+            stdio_client(params, errlog=err) as (read_stream, write_stream),
+            ClientSession(read_stream, write_stream) as client,
+        ):
+            yield client
+
+
+class TestStart:
+    """`dagctx mcp` answers ``initialize`` before its session is open."""
+
+    def test_initialize_is_answered_while_the_session_opens_and_requests_wait(
+        self, root: Path
+    ) -> None:
+        gate = root.parent / "gate"
+
+        async def main() -> None:
+            with anyio.fail_after(SCENARIO_TIMEOUT):
+                async with opening(root, gate, "open") as client:
+                    init = await client.initialize()  # the session is not open yet
+                    assert str(root) in (init.instructions or "")
+                    assert "2000 tokens" in (init.instructions or "")
+                    listed: list[str] = []
+
+                    async def list_tools() -> None:
+                        listed.extend(t.name for t in (await client.list_tools()).tools)
+
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(list_tools)
+                        await anyio.sleep(0.5)
+                        assert listed == []  # waiting for the session
+                        gate.touch()
+                    assert "list_nodes" in listed
+                    assert "greet.py" in await read(client, "dagctx://projection")
+
+        anyio.run(main)
+
+    def test_a_session_that_cannot_open_is_an_error_for_each_request(self, root: Path) -> None:
+        gate = root.parent / "gate"
+        gate.touch()
+
+        async def main() -> None:
+            with anyio.fail_after(SCENARIO_TIMEOUT):
+                async with opening(root, gate, "fail") as client:
+                    await client.initialize()
+                    with pytest.raises(MCPError, match="could not be opened: the tree went"):
+                        await client.list_tools()
+
+        anyio.run(main)
+        assert "failed: the tree went away" in (root.parent / "opening-stderr.log").read_text()
+
+    def test_the_server_module_imports_no_session_or_graph(self) -> None:
+        code = (
+            "import sys, dagctx.mcp.server\n"
+            "print(sorted(m for m in ('dagctx.session', 'dagctx.tools', 'networkx')"
+            " if m in sys.modules))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+        )
+        assert done.stdout.strip() == "[]"

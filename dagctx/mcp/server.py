@@ -27,6 +27,12 @@ A client of ``dagctx mcp [PATH]`` gets:
   them from the start. They are read as ``read_file`` reads, so secrets in them are
   redacted (once per change) unless the session includes secrets.
 
+``dagctx mcp`` answers ``initialize`` before the session exists
+(`serve_stdio_while_opening`): the session is opened (resumed or started) in a worker
+thread while the server already answers, and each request waits until the session is open
+and its first scan holds it. For that, this module imports the SDK and nothing heavy of
+dagctx: the session, the tools and the knowledge stores are imported where they are used.
+
 The session is not thread-safe and its verbs block (a tick, the projection of a large
 graph, ``run_shell``'s short wait), so each request and each tick of the watcher runs in
 a worker thread, one at a time; the event loop stays free to read and answer meanwhile.
@@ -38,7 +44,7 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from importlib import metadata
 from pathlib import Path
@@ -53,16 +59,8 @@ from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from dagctx.context import Context, ContextState
-from dagctx.knowledge import KnowledgeStore, Workspace
 from dagctx.mcp.arguments import client_schema, coerce_arguments
-from dagctx.projection import Projection
-from dagctx.session import Session, TickResult
 from dagctx.tokens import DEFAULT_ENCODING
-from dagctx.tools import Tool, get_context_tools, get_graph_tools, get_planning_tools
-from dagctx.tools.base import ContextTool, Refusal
-from dagctx.tools.files import INCLUDE_SECRETS_KEY, WORKING_DIR_KEY, read_file
-from dagctx.tools.knowledge import KNOWLEDGE_STORE_KEY, WORKSPACE_KEY, add_knowledge
 
 __all__ = [
     "EXPLAIN_URI",
@@ -73,9 +71,14 @@ __all__ = [
     "reading_context",
     "run_stdio",
     "serve_stdio",
+    "serve_stdio_while_opening",
 ]
 
 if TYPE_CHECKING:
+    from dagctx.context import Context
+    from dagctx.projection import Projection
+    from dagctx.session import Session, TickResult
+    from dagctx.tools import Tool
     from dagctx.watch.steering import Steering
     from dagctx.watch.tracker import TreeTracker
 
@@ -102,6 +105,11 @@ def reading_context(session: Session) -> Context:
     session includes secrets. Those objects stay out of the session's own state, which is
     saved as JSON with the session.
     """
+    from dagctx.context import Context, ContextState
+    from dagctx.knowledge import KnowledgeStore, Workspace
+    from dagctx.tools.files import INCLUDE_SECRETS_KEY, WORKING_DIR_KEY
+    from dagctx.tools.knowledge import KNOWLEDGE_STORE_KEY, WORKSPACE_KEY
+
     layer = ContextState(parent=session.context.state)
     store = layer.get(KNOWLEDGE_STORE_KEY)
     if store is None:
@@ -123,6 +131,8 @@ def bind_context_tools(session: Session, reading: Context | None = None) -> list
     with the session; ``read_file`` and the knowledge tools act on `reading` (default: a
     new `reading_context`).
     """
+    from dagctx.tools import get_context_tools, get_planning_tools
+
     planning, reading = session.context, reading or reading_context(session)
     planning_names = {tool.name for tool in get_planning_tools()}
     return [
@@ -172,6 +182,10 @@ class SessionServer:
     def __init__(
         self, session: Session, *, after_tick: Callable[[TickResult], None] | None = None
     ) -> None:
+        from dagctx.tools import get_graph_tools
+        from dagctx.tools.base import ContextTool
+        from dagctx.tools.knowledge import add_knowledge
+
         self.session = session
         #: What ``read_file`` and the knowledge tools act on (see `reading_context`).
         self.reading = reading_context(session)
@@ -237,6 +251,8 @@ class SessionServer:
         if tool is None:
             known = ", ".join(self.tools)
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {name!r}; tools: {known}")
+        from dagctx.tools.base import Refusal
+
         given = coerce_arguments(tool.parameters, arguments or {})
         try:
             text = await self._exclusive(partial(_execute, tool, given))
@@ -377,6 +393,10 @@ class SessionServer:
     def add_docs(self, paths: Iterable[Path]) -> None:
         """Store each file as the knowledge artifact named by its path relative to the
         root (read as ``read_file`` reads; a file that is gone or refused is dropped)."""
+        from dagctx.tools.base import Refusal
+        from dagctx.tools.files import read_file
+        from dagctx.tools.knowledge import WORKSPACE_KEY
+
         workspace = self.reading.state[WORKSPACE_KEY]
         for path in paths:
             name = path.relative_to(self.session.root).as_posix()
@@ -400,56 +420,71 @@ class SessionServer:
         """A low-level MCP `Server` answering tools and resources requests and resource
         subscriptions."""
 
-        async def on_list_tools(
-            ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-        ) -> types.ListToolsResult:
-            return types.ListToolsResult(tools=self.list_tools())
+        async def itself() -> SessionServer:
+            return self
 
-        async def on_call_tool(
-            ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-        ) -> types.CallToolResult:
-            return await self.call_tool(params.name, params.arguments)
+        return _sdk_server(itself, _instructions(self.session.root, self.session.budget))
 
-        async def on_list_resources(
-            ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-        ) -> types.ListResourcesResult:
-            return types.ListResourcesResult(resources=self.list_resources())
 
-        async def on_read_resource(
-            ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-        ) -> types.ReadResourceResult:
-            contents = await self.read_resource(str(params.uri))
-            return types.ReadResourceResult(contents=list(contents))
+def _instructions(root: Path, budget: int) -> str:
+    return (
+        f"dagctx keeps this agent's context for {root} as a DAG of nodes"
+        f" and renders it within {budget} tokens. Read"
+        f" {PROJECTION_URI} for the current prompt; steer it with open_file,"
+        " set_focus, set_node_state, hide_node, run_shell, checkpoint/restore and"
+        " set_budget."
+    )
 
-        async def on_subscribe(
-            ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
-        ) -> types.EmptyResult:
-            self.subscribe(str(params.uri), ctx.session)
-            return types.EmptyResult()
 
-        async def on_unsubscribe(
-            ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
-        ) -> types.EmptyResult:
-            self.unsubscribe(str(params.uri), ctx.session)
-            return types.EmptyResult()
+def _sdk_server(served: Callable[[], Awaitable[SessionServer]], instructions: str) -> Server[Any]:
+    """The SDK's low-level `Server`, each handler passing its request to the
+    `SessionServer` that `served` returns (waiting for it while the session opens)."""
 
-        return Server(
-            SERVER_NAME,
-            version=_version(),
-            instructions=(
-                f"dagctx keeps this agent's context for {self.session.root} as a DAG of nodes"
-                f" and renders it within {self.session.budget} tokens. Read"
-                f" {PROJECTION_URI} for the current prompt; steer it with open_file,"
-                " set_focus, set_node_state, hide_node, run_shell, checkpoint/restore and"
-                " set_budget."
-            ),
-            on_list_tools=on_list_tools,
-            on_call_tool=on_call_tool,
-            on_list_resources=on_list_resources,
-            on_read_resource=on_read_resource,
-            on_subscribe_resource=on_subscribe,
-            on_unsubscribe_resource=on_unsubscribe,
-        )
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=(await served()).list_tools())
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await (await served()).call_tool(params.name, params.arguments)
+
+    async def on_list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        await served()
+        return types.ListResourcesResult(resources=SessionServer.list_resources())
+
+    async def on_read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        contents = await (await served()).read_resource(str(params.uri))
+        return types.ReadResourceResult(contents=list(contents))
+
+    async def on_subscribe(
+        ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        (await served()).subscribe(str(params.uri), ctx.session)
+        return types.EmptyResult()
+
+    async def on_unsubscribe(
+        ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        (await served()).unsubscribe(str(params.uri), ctx.session)
+        return types.EmptyResult()
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        instructions=instructions,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_read_resource=on_read_resource,
+        on_subscribe_resource=on_subscribe,
+        on_unsubscribe_resource=on_unsubscribe,
+    )
 
 
 def _is_doc(relative: Path) -> bool:
@@ -494,6 +529,75 @@ async def serve_stdio(
         group.cancel_scope.cancel()
 
 
+class _Opening:
+    """The `SessionServer` of a session being opened: requests wait for it, and get an
+    MCP error naming the failure when opening failed."""
+
+    def __init__(self) -> None:
+        self.server: SessionServer | None = None
+        self.failure: Exception | None = None
+        self.done = anyio.Event()
+
+    async def served(self) -> SessionServer:
+        await self.done.wait()
+        if self.server is None:
+            raise MCPError(types.INTERNAL_ERROR, f"the session could not be opened: {self.failure}")
+        return self.server
+
+    async def open_and_follow(
+        self,
+        open_session: Callable[[], Session],
+        ignore: Iterable[str | os.PathLike[str]],
+        after_tick: Callable[[TickResult], None] | None,
+        steering: Steering | None,
+    ) -> None:
+        """Open the session in a worker thread, then follow its tree (requests go on
+        waiting until `SessionServer.follow` holds the session for the first scan)."""
+
+        def opened() -> SessionServer:
+            return SessionServer(open_session(), after_tick=after_tick)
+
+        try:
+            server = await anyio.to_thread.run_sync(opened)
+        except Exception as exc:
+            self.failure = exc
+            self.done.set()
+            return
+        async with anyio.create_task_group() as group:
+            await group.start(partial(server.follow, ignore, steering=steering))
+            self.server = server
+            self.done.set()
+
+
+async def serve_stdio_while_opening(
+    open_session: Callable[[], Session],
+    *,
+    root: Path,
+    budget: int,
+    ignore: Iterable[str | os.PathLike[str]] = (),
+    after_tick: Callable[[TickResult], None] | None = None,
+    steering: Steering | None = None,
+) -> None:
+    """Serve over this process's stdin/stdout, answering ``initialize`` at once, while
+    `open_session` (called in a worker thread) opens the session; then serve it as
+    `serve_stdio` with ``follow=True`` (and `ignore`, `after_tick`, `steering`) does.
+    Requests that need the session wait for it (and for the first scan, which holds it).
+    ``root`` and ``budget`` are the session's, for the server's instructions.
+
+    Raises:
+        Exception: what `open_session` raised, once the client disconnected (every
+            request meanwhile got an MCP error naming it).
+    """
+    opening = _Opening()
+    lowlevel = _sdk_server(opening.served, _instructions(root, budget))
+    async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as group:
+        group.start_soon(opening.open_and_follow, open_session, ignore, after_tick, steering)
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        group.cancel_scope.cancel()
+    if opening.failure is not None:
+        raise opening.failure
+
+
 def run_stdio(
     path: str | os.PathLike[str] = ".",
     *,
@@ -510,6 +614,8 @@ def run_stdio(
         BudgetError, EncodingError, PathError: bad budget, encoding or path (raised
             before anything is served).
     """
+    from dagctx.session import Session
+
     with Session(
         path, budget=budget, encoding=encoding, include_secrets=include_secrets
     ) as session:
