@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagctx import NodeState, TextNode
-from dagctx.outline import MAX_PARSE_BYTES, Entry, Outline, outline
+from dagctx.outline import MAX_PARSE_BYTES, Entry, Outline, names, outline
 
 PY = '''"""Module doc."""
 import os
@@ -548,6 +548,28 @@ class TestOtherFormats:
             ("function go() {", 2),
             ("class Thing", 5),
         ]
+
+
+class TestNames:
+    @pytest.mark.parametrize(
+        ("path", "text"),
+        [
+            ("x.py", PY), ("x.js", JS), ("x.ts", TS), ("x.tsx", TSX), ("x.go", GO),
+            ("x.rs", RUST), ("x.java", JAVA), ("x.c", C), ("x.cpp", CPP), ("x.rb", RUBY),
+            ("x.cs", CSHARP), ("x.php", PHP), ("x.md", "# a\n## b\n"), ("x.txt", "def f():"),
+            ("deep.py", "(" * 600 + "\ndef f(): pass\n"),
+        ],
+    )  # fmt: skip
+    def test_names_are_the_outlines_entries_names(self, path: str, text: str) -> None:
+        """What the reference graph reads: the outline's names, made without signatures
+        and docstrings (the regex outline's where the parser is not used)."""
+        expected = [e.name for e in outline(path, text).entries]
+        assert names(path, text) == expected and expected
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.text(st.sampled_from("def class x_(): \n\t'\"#{}[]A"), max_size=120))
+    def test_names_of_any_python_text(self, text: str) -> None:
+        assert names("x.py", text) == [e.name for e in outline("x.py", text).entries]
 
 
 class TestCost:

@@ -17,7 +17,14 @@ from __future__ import annotations
 import os
 
 from dagctx._lines import split_lines
-from dagctx.outline.code import LANGUAGES, MAX_PARSE_BYTES, code_entries, parse_cap, too_deep
+from dagctx.outline.code import (
+    LANGUAGES,
+    MAX_PARSE_BYTES,
+    code_entries,
+    code_names,
+    parse_cap,
+    too_deep,
+)
 from dagctx.outline.data import (
     fallback_entries,
     json_entries,
@@ -27,7 +34,7 @@ from dagctx.outline.data import (
 )
 from dagctx.outline.model import Entry, Outline
 
-__all__ = ["MAX_PARSE_BYTES", "Entry", "Outline", "language_of", "outline"]
+__all__ = ["MAX_PARSE_BYTES", "Entry", "Outline", "language_of", "names", "outline"]
 
 _EXTENSIONS = {
     ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript",
@@ -60,10 +67,7 @@ def outline(path_or_language: str, text: str, *, first_line: int = 1) -> Outline
     """
     language = language_of(path_or_language)
     total = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-    head = text[:MAX_PARSE_BYTES]
-    if len(head) < len(text):
-        head = head[: head.rfind("\n") + 1] or head
-    data = parse_cap(head.encode("utf-8", "surrogatepass"))
+    head, data = _parsed_head(text)
     if len(data) < len(head):  # many multi-byte characters: the byte cap cut more
         head = data.decode("utf-8", "ignore")
     lines = split_lines(head)
@@ -88,3 +92,26 @@ def outline(path_or_language: str, text: str, *, first_line: int = 1) -> Outline
         if found is not None:
             return Outline(language, language, tuple(found), total, parsed)
     return Outline(language, "regex", tuple(fallback_entries(lines, first_line)), total, parsed)
+
+
+def names(path_or_language: str, text: str) -> list[str]:
+    """The names of the entries of :func:`outline` of ``text`` (same order), made
+    without reading the signatures and docstrings of code definitions."""
+    language = language_of(path_or_language)
+    if language in LANGUAGES:
+        data = _parsed_head(text)[1]
+        if not too_deep(data):
+            try:
+                return code_names(language, data)
+            except ImportError:
+                pass  # the regex outline's names
+    return [entry.name for entry in outline(path_or_language, text).entries]
+
+
+def _parsed_head(text: str) -> tuple[str, bytes]:
+    """The part of ``text`` an outline looks at (at most :data:`MAX_PARSE_BYTES`, cut at
+    a line end) and its UTF-8 bytes as parsed (:func:`parse_cap`)."""
+    head = text[:MAX_PARSE_BYTES]
+    if len(head) < len(text):
+        head = head[: head.rfind("\n") + 1] or head
+    return head, parse_cap(head.encode("utf-8", "surrogatepass"))

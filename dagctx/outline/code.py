@@ -193,6 +193,34 @@ def code_entries(language: str, data: bytes, first_line: int = 1) -> list[Entry]
     Raises ImportError if the language's grammar wheel is not installed. The caller
     checks :func:`too_deep` first.
     """
+    comments = _SPECS[language].comments
+    entries: list[Entry] = []
+    for kind, node, parent in _definitions(language, data):
+        anchor = _anchor(node)
+        entries.append(
+            Entry(
+                name=_name(node),
+                kind=kind,
+                start=anchor.start_point[0] + first_line,
+                end=_end_row(node) + first_line,
+                signature=_signature(node, data, kind),
+                doc=_doc(node, anchor, comments, python=language == "python"),
+                depth=entries[parent].depth + 1 if parent is not None else 0,
+                parent=parent,
+            )
+        )
+    return entries
+
+
+def code_names(language: str, data: bytes) -> list[str]:
+    """The names of :func:`code_entries` (same order), without reading signatures or
+    docstrings. Raises ImportError as it does."""
+    return [_name(node) for _, node, _ in _definitions(language, data)]
+
+
+def _definitions(language: str, data: bytes) -> list[tuple[str, tree_sitter.Node, int | None]]:
+    """(kind, node, index of the parent definition) of each definition in ``data``, in
+    source order; those inside anything but a container are left out."""
     lang, query = _language(language)
     tree = tree_sitter.Parser(lang).parse(data)
     captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
@@ -201,30 +229,18 @@ def code_entries(language: str, data: bytes, first_line: int = 1) -> list[Entry]
         for node in captures.get(kind, ()):
             seen.setdefault((node.start_byte, node.end_byte), (kind, node))
     found = sorted(seen.values(), key=lambda kn: (kn[1].start_byte, -kn[1].end_byte))
-    comments = _SPECS[language].comments
-    entries: list[Entry] = []
-    stack: list[tuple[int, int]] = []  # (end byte, entry index) of open containers
+    out: list[tuple[str, tree_sitter.Node, int | None]] = []
+    stack: list[tuple[int, int]] = []  # (end byte, index in out) of open containers
     for kind, node in found:
         while stack and stack[-1][0] <= node.start_byte:
             stack.pop()
         parent = stack[-1][1] if stack else None
-        if parent is not None and entries[parent].kind not in _CONTAINERS:
+        if parent is not None and out[parent][0] not in _CONTAINERS:
             continue  # inside a function body or a type alias
-        kind = _refine(kind, node, entries[parent].kind if parent is not None else None)
-        anchor = _anchor(node)
-        entry = Entry(
-            name=_name(node),
-            kind=kind,
-            start=anchor.start_point[0] + first_line,
-            end=_end_row(node) + first_line,
-            signature=_signature(node, data, kind),
-            doc=_doc(node, anchor, comments, python=language == "python"),
-            depth=entries[parent].depth + 1 if parent is not None else 0,
-            parent=parent,
-        )
-        entries.append(entry)
-        stack.append((node.end_byte, len(entries) - 1))
-    return entries
+        kind = _refine(kind, node, out[parent][0] if parent is not None else None)
+        out.append((kind, node, parent))
+        stack.append((node.end_byte, len(out) - 1))
+    return out
 
 
 def _refine(kind: str, node: tree_sitter.Node, parent_kind: str | None) -> str:

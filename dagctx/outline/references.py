@@ -27,7 +27,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
-from dagctx.outline import language_of, outline
+from dagctx.outline import language_of
+from dagctx.outline import names as outline_names
 from dagctx.outline.code import LANGUAGES
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -43,7 +44,7 @@ def definitions(path: str, text: str) -> frozenset[str]:
     class has them."""
     if language_of(path) not in LANGUAGES:
         return frozenset()
-    names = (e.name for e in outline(path, text).entries)
+    names = outline_names(path, text)
     return frozenset(n for n in names if len(n) > 2 and not n.startswith("__"))
 
 
