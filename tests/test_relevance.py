@@ -612,3 +612,37 @@ class TestDegradeOrder:
             assert hi - lo <= HOLE_EVERY + 1
         keys = [order.key[i] for i in order.entries()]
         assert keys == sorted(keys)
+
+    def test_keys_moved_together_are_put_back_in_key_order(self) -> None:
+        """An entry put back while others whose keys moved in the same turn still hold
+        their old slots in its block (they go after it) lands among the rest by key."""
+        from dagctx.graph import ContextGraph
+        from dagctx.nodes.group import GroupNode
+        from dagctx.projection.layout import Layout
+        from dagctx.projection.order import DegradeOrder
+
+        g = ContextGraph()
+        top = g.add(GroupNode("top"))
+        kids = [g.add(GroupNode(f"n{i}")) for i in range(20)]
+        g.extend(top, kids)
+        top.set_state(NodeState.DETAILS)
+        layout = Layout(g)
+        entry = {node.id: i for i, node in enumerate(layout.nodes)}
+        for i in range(len(layout)):
+            layout.level[i] = 1
+        back = entry[kids[9].id]
+        layout.level[back] = 2
+        order = DegradeOrder(layout)
+        layout.level[back] = 1
+        for kid in kids[4:6]:
+            layout.level[entry[kid.id]] = 2
+        moved = order.rekey([back, entry[kids[4].id], entry[kids[5].id]])
+        assert moved[0] == back
+        new = order.missing(moved)
+        if new and not order.open_blocks(new):
+            order.relayout(new)
+        for i in moved:
+            order.vacate(i)
+            assert order.insert(i) is not None
+        keys = [order.key[i] for i in order.entries()]
+        assert keys == sorted(keys)

@@ -57,6 +57,7 @@ class DegradeOrder:
         "_end",
         "_gaps",
         "_limit",
+        "_pending",
         "_start",
         "cap",
         "entry_at",
@@ -67,6 +68,7 @@ class DegradeOrder:
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
+        self._pending: set[int] = set()  # keys moved by rekey, slots not given again yet
         ref, parent = layout.ref, layout.parent
         n = len(ref)
         key = [0] * n
@@ -180,6 +182,7 @@ class DegradeOrder:
                 key[i] = k
                 moved.append(i)
         moved.sort(key=key.__getitem__)
+        self._pending = set(moved)
         return moved
 
     def full(self, i: int) -> bool:
@@ -189,6 +192,7 @@ class DegradeOrder:
 
     def vacate(self, i: int) -> int:
         """Take entry ``i`` out of its slot (now a hole); return the slot."""
+        self._pending.discard(i)
         old = self.slot[i]
         self.entry_at[old] = -1
         self.slot[i] = -1
@@ -198,20 +202,23 @@ class DegradeOrder:
         """Put entry ``i`` (vacated, its key in a block that has slots) where its key
         belongs: in a hole between its neighbours in key order, else at the first of
         the block's entries with a greater key, those up to the next hole (or the end of
-        the block, into the gap) moved one slot on. Returns the slots that changed,
+        the block, into the gap) moved one slot on. The entries :meth:`rekey` moved are
+        put back in the order it returned them. Returns the slots that changed,
         ``(lo, hi)`` (the entries of ``lo``..``hi`` - 1 moved one on when
         ``hi - lo > 1``); None when the gap is used up or more than :data:`MAX_SHIFT`
         entries would move."""
         k = self.key[i]
         block = k >> PRIO_SHIFT
         start, stop = self._start[block], self._end[block]
-        key, entry_at, slot = self.key, self.entry_at, self.slot
-        # after = one past the last entry with a key <= k (binary search, holes skipped)
+        key, entry_at, slot, pending = self.key, self.entry_at, self.slot, self._pending
+        # after = one past the last entry with a key <= k (binary search): holes and the
+        # entries whose key moved too and that wait for their slot (put back in key
+        # order, so after this one) are passed over; the others are in key order
         lo, hi = start, stop
         while lo < hi:
             mid = (lo + hi) // 2
             m = mid
-            while m < hi and entry_at[m] < 0:
+            while m < hi and (entry_at[m] < 0 or entry_at[m] in pending):
                 m += 1
             if m < hi and key[entry_at[m]] <= k:
                 lo = m + 1
