@@ -17,22 +17,32 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from test_ignore import NAMES, git, lines, split
 from test_mcp_session import SCENARIO_TIMEOUT, Updates, subscribe
 from test_watch import WAIT, watching
+from watchfiles import Change
 
 from dagctx.cli import main
 from dagctx.cli.settings import load_settings
 from dagctx.errors import ArgumentError, SettingsError
 from dagctx.nodes.base import NodeState
-from dagctx.watch.patterns import compile_line
-from dagctx.watch.steering import Steering
+from dagctx.nodes.text import TextNode
+from dagctx.session import Session
+from dagctx.watch.ignore import Globs, TreeFilter
+from dagctx.watch.patterns import Pattern, compile_line
+from dagctx.watch.scan import scan_tree
+from dagctx.watch.steering import PRIORITY_TAG, STATE_TAG, Steering
+from dagctx.watch.tracker import TreeTracker
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -239,7 +249,10 @@ class TestConfigFiles:
         settings = load_settings(args(tree, priority=["*.md=7"]))
         assert settings.encoding == "cl100k_base" and settings.budget == 8000
         assert settings.focus is None
-        assert settings.steering.node_fields("docs/guide.md") == {"priority": 7}
+        assert settings.steering.node_fields("docs/guide.md") == {
+            "priority": 7,
+            "tags": {PRIORITY_TAG},
+        }
         assert settings.steering.node_fields("src/app.py") == {}
 
 
@@ -373,11 +386,109 @@ class TestSteeringObject:
             priority=[(glob("src/"), 70), (glob("*.md"), 10), (glob("src/gen/**"), 5)],
             state=[(glob("/docs"), NodeState.SUMMARY)],
         )
-        assert steering.node_fields("src/a.py") == {"priority": 70}
-        assert steering.node_fields("src/gen/deep/p.py") == {"priority": 5}
-        assert steering.node_fields("src/README.md") == {"priority": 10}
-        assert steering.node_fields("docs/x/y.txt") == {"state": NodeState.SUMMARY}
-        assert steering.node_fields("other/docs/y.txt") == {}  # anchored to the root
+
+        def rules(rel: str) -> dict[str, Any]:
+            fields = steering.node_fields(rel)
+            fields.pop("tags", None)
+            return fields
+
+        assert rules("src/a.py") == {"priority": 70}
+        assert rules("src/gen/deep/p.py") == {"priority": 5}
+        assert rules("src/README.md") == {"priority": 10}
+        assert rules("docs/x/y.txt") == {"state": NodeState.SUMMARY}
+        assert steering.node_fields("docs/x/y.txt")["tags"] == {STATE_TAG}
+        assert rules("other/docs/y.txt") == {}  # anchored to the root
+
+
+# -- random trees: exclude is git's ignore rule; the watcher agrees with the scan ---------
+
+
+@st.composite
+def random_files(draw: st.DrawFn) -> list[str]:
+    paths = st.lists(NAMES, min_size=1, max_size=3).map("/".join)
+    dirs = ["", *draw(st.lists(paths, max_size=5, unique=True))]
+    pairs = draw(st.lists(st.tuples(st.sampled_from(dirs), NAMES), max_size=12))
+    return sorted({f"{d}/{n}" if d else n for d, n in pairs})
+
+
+def make(root: Path, files: list[str]) -> list[str]:
+    """Write the files that fit (a name used as a file and a directory is skipped)."""
+    made = []
+    for rel in files:
+        try:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(f"text of {rel}\n")
+        except (FileExistsError, NotADirectoryError, IsADirectoryError):
+            continue
+        made.append(rel)
+    return made
+
+
+def compiled(texts: list[str], *, positive: bool = False) -> list[Pattern]:
+    patterns = (compile_line(t.lstrip("!") if positive else t) for t in texts)
+    return [p for p in patterns if p is not None]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_files(), st.lists(lines(), min_size=1, max_size=4))
+def test_exclude_is_an_ignore_rule_as_git_applies_it(files: list[str], excludes: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "repo"
+        root.mkdir()
+        make(root, files)
+        git(root, "init", "-q")
+        rules = Path(tmp) / "exclude"
+        rules.write_text("\n".join(excludes) + "\n")
+        expected = split(git(root, "ls-files", "-z", "--others", f"--exclude-from={rules}"))
+        keep = TreeFilter(root, exclude=Globs(tuple(compiled(excludes))))
+        assert {rel for rel, is_dir in keep.walk(root) if not is_dir} == expected
+
+
+def fields_by_path(session: Session) -> dict[str, tuple[NodeState, int]]:
+    return {
+        n.path: (n.state, n.priority)
+        for n in session.nodes()
+        if isinstance(n, TextNode) and n.placeholder is None
+    }
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    random_files(),
+    st.lists(lines(), max_size=3),
+    st.lists(lines(), max_size=3),
+    st.lists(st.tuples(lines(), st.integers(-5, 99)), max_size=3),
+    st.lists(st.tuples(lines(), st.sampled_from(list(NodeState))), max_size=3),
+)
+def test_files_that_appear_later_are_steered_as_the_scan_steers(
+    files: list[str],
+    include: list[str],
+    exclude: list[str],
+    priority: list[tuple[str, int]],
+    state: list[tuple[str, NodeState]],
+) -> None:
+    steering = Steering.of(
+        include=compiled(include),
+        exclude=compiled(exclude),
+        priority=[(p, n) for g, n in priority for p in compiled([g], positive=True)],
+        state=[(p, v) for g, v in state for p in compiled([g], positive=True)],
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "repo"
+        root.mkdir()
+        with Session(root, budget=4000) as later:
+            tracker = TreeTracker(later, ".", steering=steering)
+            tracker.load()
+            later.tick()
+            made = make(root, files)
+            top_dirs = {(root / rel.split("/")[0]) for rel in made}
+            events = {(Change.added, str(p)) for p in top_dirs}
+            plan = tracker.plan(events)
+            later.queue_result(lambda: tracker.apply(plan))
+            later.tick()
+            with Session(root, budget=4000) as scanned:
+                scan_tree(scanned, ".", steering=steering)
+                assert fields_by_path(later) == fields_by_path(scanned)
 
 
 # -- watching: files that appear later get the same settings -----------------------------
@@ -437,6 +548,9 @@ class TestWatch:
             await w.until(lambda: bool(w.session.text_nodes("archive/util.py")))
             assert w.node("archive/util.py") is node
             assert node.state is NodeState.COLLAPSED
+            (tree / "archive" / "util.py").rename(tree / "util.py")  # and away from it
+            await w.until(lambda: bool(w.session.text_nodes("util.py")))
+            assert w.node("util.py") is node and node.state is NodeState.DETAILS
 
 
 class TestWatchCommand:
@@ -453,6 +567,24 @@ class TestWatchCommand:
         files = shown(json.loads(account.read_text()))
         assert files["src/app.py"][0] == "SUMMARY"
         assert "tests/test_app.py" in files  # no longer excluded: surveyed back in
+        (tree / ".dagctx" / "config.toml").unlink()
+        assert main(["watch", str(tree), "--once", "--state", "docs/=collapsed"]) == 0
+        files = shown(json.loads(account.read_text()))
+        assert files["src/app.py"][0] == "DETAILS"  # the rule is gone: the default is back
+        assert files["docs/guide.md"][0] == "COLLAPSED"
+
+    def test_a_state_set_by_hand_survives_a_resume_without_rules(
+        self, tree: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(["watch", str(tree), "--once"]) == 0
+        with Session.load(tree / ".dagctx" / "session.db", root=tree) as session:
+            (node,) = session.text_nodes("src/util.py")
+            node.set_state("summary")  # as the set_node_state tool would
+            node.priority = 70
+            session.save()
+        assert main(["watch", str(tree), "--once", "--state", "src/app.py=all"]) == 0
+        files = shown(json.loads((tree / ".dagctx" / "projection.json").read_text()))
+        assert files["src/util.py"][0] == "SUMMARY" and files["src/app.py"][0] == "ALL"
 
     def test_a_bad_setting_stops_watch_before_it_resumes(
         self, tree: Path, capsys: pytest.CaptureFixture[str]

@@ -1,5 +1,6 @@
 """The ``dagctx`` command: one module per subcommand (:mod:`.render`, :mod:`.watch`,
-:mod:`.viz`, :mod:`.mcp`), each adding its parser with ``add_parser`` and running it with ``run``.
+:mod:`.viz`, :mod:`.mcp`), each adding its parser with ``add_parser`` and running it with ``run``;
+the settings they share (flags and config files) are read by :mod:`.settings`.
 
 Every failure the user can cause (a bad argument, an unreadable path, a bad budget or
 encoding) is reported as one line on stderr with a non-zero exit, never a traceback: 2 for

@@ -17,8 +17,11 @@ root (compiled by :mod:`dagctx.watch.patterns`, matched by
 When several rules match one path, the last one wins (as in a ``.gitignore``). Rules apply
 to the text nodes of whole files that the scan makes (:func:`~dagctx.watch.scan.scan_tree`)
 and that a :class:`~dagctx.watch.tracker.TreeTracker` adds while watching (a new file, a
-file renamed to a matching path), and to the files of a resumed session when it is adopted;
-a file no rule matches keeps its own priority and state.
+file renamed), and to the files of a resumed session when it is adopted. A node a rule
+steered carries the tag :data:`PRIORITY_TAG` or :data:`STATE_TAG` (saved with the
+session), so that when no rule matches it any more (a rule dropped between two runs, a
+file renamed away) it gets back its type's default; a file no rule ever matched keeps its
+own priority and state.
 
 Building a steering from command-line flags and config files, with errors that name
 where a bad value came from, is :mod:`dagctx.cli.settings`' business.
@@ -82,7 +85,8 @@ class Steering:
 
     def node_fields(self, rel: str) -> dict[str, Any]:
         """The ``priority`` and ``state`` the rules give the file at ``rel`` (root-relative
-        posix path), as keyword arguments of a node; empty when no rule matches."""
+        posix path), with the ``tags`` saying so, as keyword arguments of a new node;
+        empty when no rule matches."""
         fields: dict[str, Any] = {}
         index = self.priority.last_match(rel, False, inherit=True)
         if index is not None:
@@ -90,16 +94,35 @@ class Steering:
         index = self.state.last_match(rel, False, inherit=True)
         if index is not None:
             fields["state"] = self.states[index]
+        if fields:
+            fields["tags"] = {tag for key, tag in _TAGS if key in fields}
         return fields
 
     def apply(self, node: TextNode) -> None:
-        """Give ``node`` the priority and state its path's rules name (each a change when
-        it differs; nothing when no rule matches)."""
+        """Give ``node`` the priority and state its path's rules name, and give a node
+        no rule matches any more its type's default for what a rule had set (each a
+        change when it differs)."""
         fields = self.node_fields(node.path)
+        tags = node.tags
         if "priority" in fields:
             node.priority = fields["priority"]
+            tags.add(PRIORITY_TAG)
+        elif PRIORITY_TAG in tags:
+            node.priority = None
+            tags.discard(PRIORITY_TAG)
         if "state" in fields:
             node.set_state(fields["state"])
+            tags.add(STATE_TAG)
+        elif STATE_TAG in tags:
+            node.set_state(node.default_state)
+            tags.discard(STATE_TAG)
+
+
+#: The tag of a node whose priority a rule set.
+PRIORITY_TAG = "dagctx:steered-priority"
+#: The tag of a node whose state a rule set.
+STATE_TAG = "dagctx:steered-state"
+_TAGS = (("priority", PRIORITY_TAG), ("state", STATE_TAG))
 
 
 #: Steers nothing: every file the ignore rules keep, with its own priority and state.

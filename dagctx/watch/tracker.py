@@ -28,8 +28,8 @@ What is taken in is decided by the scan's own :class:`~dagctx.watch.ignore.TreeF
 passed as ``ignore`` with their ``.<name>.*.tmp`` siblings, the temporary files of an
 atomic write, and the ``steering``'s include and exclude patterns); binary files are left
 out. The ``steering``'s priority and state rules are given to every file node it adds (a
-new file, a file renamed to a matching path) and, at the first tick, to the files of a
-tree it adopts (a resumed session).
+new file) or renames and, at the first tick, to the files of a tree it adopts (a resumed
+session); see :meth:`~dagctx.watch.steering.Steering.apply`.
 
 The watching itself (watchfiles, batching, ticking) is :mod:`dagctx.watch.loop`.
 """
@@ -169,7 +169,8 @@ class TreeTracker:
 
         Files an earlier tick already showed deleted are removed at the next tick (a
         session saved by ``dagctx watch --once`` resumes between those two ticks); the
-        steering's rules are applied to the adopted files at that tick too.
+        steering's rules are applied to the adopted files at that tick too (a file a
+        rule of an earlier run steered and none does now gets its defaults back).
         Returns whether the tree was scanned (False: adopted and queued for re-survey).
         """
         title = (self.top or self.directory.name) + "/"
@@ -181,8 +182,7 @@ class TreeTracker:
                 self._gone = {r for r, n in self.files.items() if last.get(n.id) == _DELETED}
                 self.session.queue_result(self.reap)
                 self.session.queue_result(self.apply_resume)
-                if self.steering.priority or self.steering.state:
-                    self.session.queue_result(self._steer_adopted)
+                self.session.queue_result(self._steer_adopted)
                 return False
         top = scan_tree(
             self.session,
