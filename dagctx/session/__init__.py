@@ -50,6 +50,7 @@ from dagctx.session.info import SessionInfoVerbs
 from dagctx.session.jobs import JobVerbs
 from dagctx.session.markdown import MarkdownVerbs
 from dagctx.session.mcp import MCPVerbs
+from dagctx.session.parts.files import FileWatchInfo
 from dagctx.session.work import WorkVerbs
 from dagctx.watch.loop import WatchVerbs
 
@@ -123,4 +124,4 @@ class Session(
         return store.load(cls, path, root=root)
 
 
-__all__ = ["Session", "TickResult", "check_budget", "current_session"]
+__all__ = ["FileWatchInfo", "Session", "TickResult", "check_budget", "current_session"]

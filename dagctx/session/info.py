@@ -18,11 +18,11 @@ class SessionInfoVerbs(SessionCore):
     """``session_node`` and ``file_watch`` of a :class:`~dagctx.session.Session`."""
 
     def file_watch(self) -> FileWatchInfo:
-        """How the running file nodes (``text``, ``markdown``) learn of changes: mode
-        ``"notify"`` (OS notifications; ``polled_files`` of them stat-checked at every
-        tick anyway) or ``"polling"`` (notifications are not available: every one is
-        stat-checked at every tick), with the reason anything is polled. Known once the
-        session has ticked."""
+        """How the running file nodes (``text``, ``markdown``) learn of changes, as a
+        :class:`~dagctx.session.FileWatchInfo`: mode ``"notify"`` (OS notifications;
+        ``polled_files`` of them stat-checked at every tick anyway) or ``"polling"``
+        (notifications are not available: every one is stat-checked at every tick), with
+        the reason anything is polled. Known once the session has ticked."""
         return self._files.info()
 
     def session_node(self, *, state: NodeState | str | None = None) -> SessionNode:
