@@ -5,6 +5,7 @@ notifications are not available, saying so."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import random
@@ -413,14 +414,15 @@ class TestClose:
         def open_fds() -> int:
             return len(os.listdir("/proc/self/fd"))
 
+        gc.collect()
         before, threads = open_fds(), threading.active_count()
         for _ in range(20):
             with Session(tmp_path) as s:
                 for rel in files:
                     s.text(rel)
                 s.tick()
-        assert open_fds() == before
-        assert threading.active_count() == threads
+        assert open_fds() <= before  # (an earlier test's garbage may close some)
+        assert threading.active_count() <= threads
 
     def test_a_session_without_running_file_nodes_opens_no_instance(self, tmp_path: Path) -> None:
         (tmp_path / "f.py").write_text("one\n")
@@ -432,6 +434,7 @@ class TestClose:
                     found += "inotify" in os.readlink(f"/proc/self/fd/{fd}")
             return found
 
+        gc.collect()  # an earlier test's unclosed session closes its instance now
         before = instances()
         with Session(tmp_path) as s:
             s.text("f.py", frequency=TickFrequency.never())
