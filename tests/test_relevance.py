@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dagctx import DagctxError, NodeState, Session
@@ -410,6 +410,25 @@ class TestIncrementalUnderFocus:
         sizes=st.lists(st.integers(1, 60), min_size=2, max_size=8),
         budget=st.integers(40, 3000),
         ops=st.lists(FOCUS_OPS, min_size=1, max_size=8),
+    )
+    # a new focus moves files between levels: one was placed among entries whose keys
+    # had moved but that still held their old slots (DegradeOrder.pending)
+    @example(
+        sizes=[59, 20, 48, 11],
+        budget=1744,
+        ops=[("focus", 0, "restore"), ("budget", 16, 445), ("focus", 18, "net")],
+    )
+    @example(
+        sizes=[13, 31, 24, 34, 42],
+        budget=593,
+        ops=[("focus", 3, "net"), ("focus", 18, "net"), ("edit", 3, "restore"),
+             ("focus", 6, "restore")],
+    )  # fmt: skip
+    # whether the best file is kept whole was decided on a lower bound of its size
+    @example(
+        sizes=[24, 5, 15, 14, 25, 57],
+        budget=190,
+        ops=[("state", 16, "SUMMARY"), ("focus", 3, "net"), ("edit", 18, "x")],
     )
     def test_every_turn_matches_a_projection_built_from_scratch(
         self, tmp_path: Path, sizes: list[int], budget: int, ops: list[tuple[str, int, object]]

@@ -750,7 +750,8 @@ class Allocation:
             stop, total, triggered = self._find_stop(room, room - reserve)
         elif stop[1] >= self._top_file_slot():  # the best file would be degraded:
             top = self.top if self.top is not None else -1  # keep it whole if it can be
-            if self._r(top) <= room * WHOLE_SHARE // 100 or not self._others_related(top):
+            whole = self.c(top, self.layout.requested[top])  # exact, not a lower bound
+            if whole <= room * WHOLE_SHARE // 100 or not self._others_related(top):
                 stop, total, triggered = self._find_stop(room, room - reserve)
                 top = -1
             else:  # too long to keep whole: room for a focused cut of it first
