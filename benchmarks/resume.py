@@ -7,8 +7,11 @@ share: a **cold** start scans the tree (:class:`~dagctx.watch.tracker.TreeTracke
 ticks once, then saves the session (not timed); a **resume** loads that
 ``session.db``, compares it with the disk and ticks once (not saved, so every resume
 resumes the same file). Each cold start is paired with the resume right after it, and
-the median of the pairs' ratios counts. A second row does the same after 100 files were
-edited, 20 created and 20 deleted while nothing watched (informational).
+the median of the pairs' CPU-time ratios counts (process CPU, which a loaded machine
+does not inflate as it does wall time; the cold start counts tokens on two threads, so
+its CPU time is above its wall time on a quiet machine); the wall-time ratio is shown
+beside it. A last row resumes after 100 files were edited, 20 created and 20 deleted
+while nothing watched (informational).
 
 ``python -m benchmarks.resume [--quick]`` prints the rows alone.
 """
@@ -33,7 +36,7 @@ from dagctx.tokens import get_encoding
 from dagctx.watch.tracker import TreeTracker
 mode, root, budget = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 get_encoding()  # as a watch start does before it scans or loads; shared by both
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 if mode == "cold":
     session = Session(root, budget=budget)
 else:
@@ -41,12 +44,13 @@ else:
     session.set_budget(budget)
 TreeTracker(session, ".").load()
 result = session.tick()
-seconds = time.perf_counter() - started
+seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
 changes = sum(not t.derived for t in result.changes)
 if mode == "cold":
     session.save()
 session.close()
-print(json.dumps({"seconds": seconds, "changes": changes, "tokens": result.projection.tokens}))
+tokens = result.projection.tokens
+print(json.dumps({"seconds": seconds, "cpu": cpu, "changes": changes, "tokens": tokens}))
 """
 
 
@@ -86,40 +90,51 @@ def resume(b: Bench) -> list[Row]:
     if not root.exists():
         subprocess.run(["cp", "-r", str(source.root), str(root)], check=True)
     runs = 1 if b.quick else 3
-    colds, resumes, ratios = [], [], []
+    colds, resumes = [], []
     for _ in range(runs):
         cold = _start("cold", root)
         again = _start("resume", root)
         if again["changes"] or again["tokens"] != cold["tokens"]:
             raise RuntimeError(f"resume of an unchanged tree differs: {cold} vs {again}")
-        colds.append(cold["seconds"])
-        resumes.append(again["seconds"])
-        ratios.append(again["seconds"] / cold["seconds"])
+        colds.append(cold)
+        resumes.append(again)
     _start("cold", root)
     _offline_edits(root, source.files, seed=runs)
     edited = _start("resume", root)
     fresh = _start("cold", root)  # the edited tree, cold (and saved again)
-    rows = [
+
+    def median(starts: list[dict[str, float]], key: str) -> float:
+        return sorted(s[key] for s in starts)[len(starts) // 2]
+
+    cpu_ratio = _median([r["cpu"] / c["cpu"] for c, r in zip(colds, resumes, strict=True)])
+    wall_ratio = _median([r["seconds"] / c["seconds"] for c, r in zip(colds, resumes, strict=True)])
+    return [
         row(
             f"resume of a watch of repo-10k ({len(source.files):,} files, unchanged)"
-            " vs its cold start (scan + first tick)",
-            _median(resumes),
+            " vs its cold start (scan + first tick), CPU",
+            median(resumes, "cpu"),
             "s",
-            baseline=_median(colds),
-            target=RESUME_TARGET * _median(colds),
-            target_text=f"≤ {RESUME_TARGET:.0%} of cold ({_median(ratios):.0%})",
-            passed=_median(ratios) <= RESUME_TARGET,
+            baseline=median(colds, "cpu"),
+            target=RESUME_TARGET * median(colds, "cpu"),
+            target_text=f"≤ {RESUME_TARGET:.0%} of cold ({cpu_ratio:.0%})",
+            passed=cpu_ratio <= RESUME_TARGET,
+        ),
+        row(
+            "  the same, wall",
+            median(resumes, "seconds"),
+            "s",
+            baseline=median(colds, "seconds"),
+            target_text=f"{wall_ratio:.0%} of cold (informational)",
         ),
         row(
             f"  after 140 offline edits ({edited['changes']:.0f} changes listed)"
-            " vs the edited tree's cold start",
-            edited["seconds"],
+            " vs the edited tree's cold start, CPU",
+            edited["cpu"],
             "s",
-            baseline=fresh["seconds"],
-            target_text=f"{edited['seconds'] / fresh['seconds']:.0%} of cold (informational)",
+            baseline=fresh["cpu"],
+            target_text=f"{edited['cpu'] / fresh['cpu']:.0%} of cold (informational)",
         ),
     ]
-    return rows
 
 
 if __name__ == "__main__":

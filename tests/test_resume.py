@@ -297,3 +297,56 @@ class TestTreeLoad:
         copies = [GroupNode(n.title, id=n.id) for n in data.nodes]  # type: ignore[attr-defined]
         with pytest.raises(GraphLoadError, match="cycle"):
             ContextGraph().load(replace(data, nodes=copies))
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4),
+    max_leaves=8,
+)
+
+
+class TestTamperedSnapshots:
+    @settings(
+        max_examples=40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
+    @given(
+        key=st.sampled_from(
+            ["stat", "placeholder", "notice", "redacted", "lines", "chars", "bytes", "digest"]
+        ),
+        value=_json_values,
+    )
+    def test_a_snapshot_field_of_any_value_is_refused_or_renders(
+        self, tmp_path: Path, key: str, value: object
+    ) -> None:
+        import sqlite3
+
+        from dagctx.errors import CheckpointError
+        from dagctx.nodes.base import NodeState
+
+        root = tmp_path / "t"
+        if not root.exists():
+            _write_tree(root, files=2)
+            _save_cold(root)
+            shutil.copy(root / ".dagctx" / "session.db", tmp_path / "good.db")
+        db = root / ".dagctx" / "session.db"
+        shutil.copy(tmp_path / "good.db", db)
+        with sqlite3.connect(db) as con:
+            ref, data = con.execute(
+                "SELECT ref, data FROM session_nodes WHERE data LIKE '%\"snapshot\"%' LIMIT 1"
+            ).fetchone()
+            raw = json.loads(data)
+            raw["snapshot"][key] = value
+            con.execute("UPDATE session_nodes SET data = ? WHERE ref = ?", (json.dumps(raw), ref))
+        try:
+            session = Session.load(root=root)
+        except CheckpointError:
+            return
+        with session:
+            for node in session.graph:
+                for state in NodeState:
+                    assert isinstance(node.render(state), str)
+            TreeTracker(session, ".").load()
+            assert session.tick().projection.tokens <= session.budget

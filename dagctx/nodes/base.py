@@ -403,10 +403,10 @@ class Node:
         tags, times), and the rebuilt node must render at every state and serialize back
         to JSON, so malformed type data is refused here rather than when it is projected.
         With a ``"snapshot"`` (:meth:`snapshot` output, saved beside the type data) the
-        node is rebuilt by :meth:`from_snapshot` instead, which must check the types of
-        every field it takes (of the data and of the snapshot); it is only rendered
-        collapsed here, since what it shows at the other states comes from outside and
-        is read when first used.
+        node is rebuilt by :meth:`from_snapshot` instead, which must check the type and
+        range of every field it takes (of the data and of the snapshot), so that it
+        renders; it is not rendered here, since what it shows comes from outside and is
+        read when first used.
 
         Raises:
             GraphError: the type is unknown or the data is malformed (a type's own error,
@@ -438,7 +438,8 @@ class Node:
             for name in ("created_at", "updated_at"):
                 at = _checked(data.get(name, getattr(node, name)), int | float, name)
                 setattr(node, name, float(at))
-            _check_usable(node, every_state=snapshot is None)
+            if snapshot is None:
+                _check_usable(node)
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise GraphError(f"malformed {cls.type_name} node data: {exc!r}", value=data) from exc
         return node
@@ -456,21 +457,17 @@ def _checked(value: Any, kind: Any, name: str) -> Any:
     return value
 
 
-def _check_usable(node: Node, *, every_state: bool = True) -> None:
-    """Render ``node`` at every state and dump it to strict JSON, as a session will; a
-    node rebuilt from a snapshot (not ``every_state``), whose type checked the fields it
-    took, is only rendered collapsed.
+def _check_usable(node: Node) -> None:
+    """Render ``node`` at every state and dump it to strict JSON, as a session will.
 
     Type data that slipped past a type's ``from_data`` makes its own rendering code fail
     with whatever error that code meets; it is reported as a ValueError here.
     """
-    states = NodeState if every_state else (NodeState.COLLAPSED,)
     try:
-        texts = [node.render(state) for state in states] + [node.label()]
+        texts = [node.render(state) for state in NodeState] + [node.label()]
         if not all(isinstance(text, str) for text in texts):
             raise TypeError(f"renders and label must be strings, got {texts!r}")
-        if every_state:
-            json.dumps(node.to_dict(), allow_nan=False)
+        json.dumps(node.to_dict(), allow_nan=False)
     except GraphError:
         raise
     except Exception as exc:  # per-type code on bad data: any error means "malformed"
