@@ -10,6 +10,9 @@ shows it.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -188,6 +191,34 @@ class TestRanking:
         a = render(repo, 900, "how are checkpoints restored")
         b = render(repo, 900, "how are checkpoints restored")
         assert a.text == b.text and a.sections == b.sections
+
+    def test_deterministic_across_processes_and_file_order(self, repo: Path) -> None:
+        """Two fresh processes (other hash seeds) over the same tree, its files written
+        again in another order with other modification times in between: the same text.
+        Nothing but content and paths decides (not set order, stat data or scan order)."""
+
+        command = [sys.executable, "-m", "dagctx.cli", "render", str(repo), "--budget", "900"]
+
+        def run(seed: str) -> str:
+            done = subprocess.run(
+                [*command, "--focus", "how are checkpoints restored"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env={**os.environ, "PYTHONHASHSEED": seed},
+            )
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+        first = run("1")
+        files = sorted(p for p in repo.rglob("*") if p.is_file())
+        contents = {p: p.read_bytes() for p in files}
+        for p in files:
+            p.unlink()
+        for k, p in enumerate(reversed(files)):  # created last-first, oldest first
+            p.write_bytes(contents[p])
+            os.utime(p, ns=(10**18 + k * 10**9, 10**18 + k * 10**9))
+        assert run("2") == first
 
     def test_explain_shows_each_nodes_level_and_parts(self, repo: Path) -> None:
         p = render(repo, 900, "how are checkpoints restored")
