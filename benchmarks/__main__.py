@@ -2,9 +2,11 @@
 ``benchmarks/results.json``, exit 1 if a target is missed.
 
 ``--quick`` runs fewer repeats and smaller sweeps (1k → 10k nodes instead of → 100k) so
-that the whole run stays under a minute. The README-tour rows (running text nodes, no
-``file_changed``) come from ``benchmarks.tour``; the watch scenarios from
-``benchmarks.bench_watch`` when that module is present.
+that the whole run stays under a minute, plus the prompt cache simulation
+(:mod:`benchmarks.cache_sim`) over 60 turns instead of 200 (a minute or two of its own).
+The README-tour rows (running text nodes, no ``file_changed``) come from
+``benchmarks.tour``; the watch scenarios from ``benchmarks.bench_watch`` when that module
+is present.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.cache_sim import cache_sim
 from benchmarks.cold_render import cold_render
 from benchmarks.resume import resume
 from benchmarks.scenarios import SCENARIOS, Row, bench, row
@@ -83,7 +86,7 @@ def render(rows: list[Row], console: Console, title: str) -> None:
 def run(quick: bool, console: Console) -> list[Row]:
     rows: list[Row] = []
     with bench(quick) as b:
-        for scenario in (*SCENARIOS, tour, cold_render, resume, startup):
+        for scenario in (*SCENARIOS, tour, cold_render, resume, startup, cache_sim):
             started = time.perf_counter()
             console.log(f"{scenario.__name__} …")
             try:
