@@ -29,7 +29,9 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   the most important text node while that file needs at most :data:`WHOLE_SHARE`
   percent of the room or no other file is related to the focus; a longer best file
   gets a focused cut of up to :data:`TOP_CUT_SHARE` percent first, the degrade aiming
-  at the share less that). Then, going back from the most important node,
+  at the share less that). These shares are of the room less what the sections outside
+  the stable band need (:meth:`Allocation.decide`'s ``held``; those come on top), so a
+  new message does not move them. Then, going back from the most important node,
   degraded nodes are brought up to SUMMARY (an outline) while each fits, up to the
   first that does not (at most :data:`MAX_OUTLINES`); then, from the most important
   node again and no further than that one, each is upgraded one level at a time while
@@ -732,8 +734,8 @@ class Allocation:
     def decide(self, room: int, reserve: int, held: int = 0) -> None:
         """Decide every state for ``room`` tokens (``reserve`` kept for the footer once
         anything is left out or hidden). ``held`` of the room is what the sections
-        outside the stable band need at their requested states: the breadth-first share
-        applies to the rest, so that their growth does not move it."""
+        outside the stable band need at their requested states: the breadth-first share and
+        the best file's shares apply to the rest, so that their growth does not move them."""
         if not self.over(room):
             if self.pressure:
                 self.move_to((1, 0, 0))
@@ -743,7 +745,8 @@ class Allocation:
         # Breadth before depth: degrade as far as a share of the room needs, so the
         # rest can show the next nodes as outlines; when names alone do not fit that
         # share (pass B would leave nodes out), degrade for the whole room instead.
-        share = max(0, room - held) * FULL_SHARE // 100 + min(room, held)
+        work = max(0, room - held)  # the shares below are of the workspace's part
+        share = work * FULL_SHARE // 100 + min(room, held)
         stop, total, triggered = self._find_stop(share, share - reserve)
         top, keep = -1, 0
         if stop[0] == 2:
@@ -751,11 +754,11 @@ class Allocation:
         elif stop[1] >= self._top_file_slot():  # the best file would be degraded:
             top = self.top if self.top is not None else -1  # keep it whole if it can be
             whole = self.c(top, self.layout.requested[top])  # exact, not a lower bound
-            if whole <= room * WHOLE_SHARE // 100 or not self._others_related(top):
+            if whole <= work * WHOLE_SHARE // 100 or not self._others_related(top):
                 stop, total, triggered = self._find_stop(room, room - reserve)
                 top = -1
             else:  # too long to keep whole: room for a focused cut of it first
-                keep = self._top_cut_room(top, room * TOP_CUT_SHARE // 100)
+                keep = self._top_cut_room(top, work * TOP_CUT_SHARE // 100)
                 if keep:
                     stop, total, triggered = self._find_stop(share - keep, share - keep - reserve)
         self.move_to(stop)
