@@ -20,14 +20,17 @@ order, volatile ones last: dagctx before the volatility layout), *volatility* (t
 first projection and appends each turn's new messages and edited files whole, with no
 budget). Reported per layout and provider: the share of prompt tokens read from the
 cache, tokens written to it, and the cost in input-token units; plus the largest
-projection against its budget. The sections and states the budget admits do not depend
-on the layout (the order is applied after the allocation), which the run checks every
-turn.
+projection against its budget, and on how many turns the two dagctx layouts show the
+same sections at the same states. They need not: the walk order layout counts the
+conversation as workspace, so the reservation for the later bands
+(:func:`dagctx.projection.bands.workspace_room`) covers only the session node and the
+changes there; whether the volatility layout costs relevance is measured by the
+relevance benchmark (``python -m benchmarks.relevance``).
 
 ``make bench`` runs it through :func:`cache_sim` (200 turns; 60 in ``make bench-quick``):
 a row per layout and provider with the read share, the volatility layout's against the
-target of :data:`TARGET` (SPEC §11 / issue 17), then the hard budget and the
-same-states check.
+target of :data:`TARGET` (SPEC §11 / issue 17), then the hard budget and the turns
+with the same states.
 """
 
 from __future__ import annotations
@@ -260,6 +263,11 @@ def table(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
+def _same_turns(a: Outcome, b: Outcome) -> float:
+    """Turns on which ``a`` and ``b`` show the same sections at the same states."""
+    return float(sum(x == y for x, y in zip(a.shown, b.shown, strict=True)))
+
+
 def cache_sim(b: Bench) -> list[Row]:
     """The ``make bench`` rows (module docstring)."""
     turns = 60 if b.quick else 200
@@ -284,14 +292,11 @@ def cache_sim(b: Bench) -> list[Row]:
     dagctx_layouts = outcomes[:2]
     worst = max(o.worst for o in dagctx_layouts)
     rows.append(row(f"cache, {turns} turns: largest projection / budget", worst, "", target=1.0))
-    same = dagctx_layouts[0].shown == dagctx_layouts[1].shown
     rows.append(
         row(
-            f"cache, {turns} turns: same sections and states in both layouts every turn",
-            float(same),
+            f"cache, {turns} turns: turns with the same sections and states in both layouts",
+            _same_turns(*dagctx_layouts),
             "",
-            target_text="1 (yes)",
-            passed=same,
         )
     )
     return rows
@@ -304,11 +309,12 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = simulate(60 if args.quick else 200, lambda m: print(m, file=sys.stderr))
     print(table(outcomes))
     walk, volatility = outcomes[0], outcomes[1]
-    same = walk.shown == volatility.shown
-    print(f"largest projection / budget: {max(o.worst for o in outcomes[:2]):.3f}")
-    print(f"sections and states identical in both dagctx layouts every turn: {same}")
-    passed = volatility.anthropic.share >= TARGET and volatility.openai.share >= TARGET
-    return 0 if passed and same else 1
+    same = _same_turns(walk, volatility)
+    worst = max(o.worst for o in outcomes[:2])
+    print(f"largest projection / budget: {worst:.3f}")
+    print(f"turns with the same sections and states in both dagctx layouts: {same:.0f}")
+    shares = (volatility.anthropic.share, volatility.openai.share)
+    return 0 if min(shares) >= TARGET and worst <= 1.0 else 1
 
 
 if __name__ == "__main__":
