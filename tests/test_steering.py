@@ -36,6 +36,7 @@ from dagctx.cli import main
 from dagctx.cli.settings import load_settings
 from dagctx.errors import ArgumentError, SettingsError
 from dagctx.nodes.base import NodeState
+from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode
 from dagctx.session import Session
 from dagctx.watch.ignore import Globs, TreeFilter
@@ -452,6 +453,10 @@ def fields_by_path(session: Session) -> dict[str, tuple[NodeState, int]]:
     }
 
 
+def group_titles(session: Session) -> list[str]:
+    return sorted(n.title or "" for n in session.nodes() if isinstance(n, GroupNode))
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     random_files(),
@@ -489,6 +494,7 @@ def test_files_that_appear_later_are_steered_as_the_scan_steers(
             with Session(root, budget=4000) as scanned:
                 scan_tree(scanned, ".", steering=steering)
                 assert fields_by_path(later) == fields_by_path(scanned)
+                assert group_titles(later) == group_titles(scanned)  # no empty groups either
 
 
 # -- watching: files that appear later get the same settings -----------------------------
