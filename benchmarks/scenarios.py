@@ -467,6 +467,7 @@ def memory(b: Bench) -> list[Row]:
     the graph, traces, caches and projection state add."""
     get_encoding()  # loaded once per process: not per-node memory
     mimetypes.init()
+    _projected_session(b.repo(2)).close()  # modules imported on first use: not per node
     rows = []
     for depth in (3,) if b.quick else (3, 4):
         repo = b.repo(depth)

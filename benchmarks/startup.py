@@ -1,6 +1,8 @@
 """Start-up rows of SPEC §11: ``dagctx --help`` / ``--version`` (≤ 0.3 s) and a
 ``dagctx mcp`` server answering ``initialize`` (≤ 1 s), each a fresh interpreter, beside
-a bare ``python -c pass`` in the same run (the interpreter's own start).
+a bare ``python -c pass`` in the same run (the interpreter's own start); under the
+``dagctx mcp`` row, the import of the MCP SDK's server parts alone, the floor of that
+start.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ _INITIALIZE = {
         "clientInfo": {"name": "dagctx-bench", "version": "0"},
     },
 }
+
+
+#: What ``dagctx mcp`` cannot answer ``initialize`` without: the SDK's server parts.
+_SDK_IMPORT = "import anyio, mcp.server, mcp.server.stdio"
 
 
 def _seconds(argv: list[str]) -> float:
@@ -74,13 +80,15 @@ def startup(b: Bench) -> list[Row]:
     root.mkdir(exist_ok=True)
     (root / "app.py").write_text("def main() -> None:\n    print('hello')\n")
     measured = statistics.median(_mcp_initialize(root) for _ in range(runs))
-    rows.append(
+    sdk = statistics.median(_seconds([sys.executable, "-c", _SDK_IMPORT]) for _ in range(runs))
+    rows += [
         row(
             "`dagctx mcp` answering initialize (a one-file tree)",
             measured,
             "s",
             baseline=python,
             target=MCP_TARGET_S,
-        )
-    )
+        ),
+        row("  the MCP SDK's server import alone (its floor)", sdk, "s", baseline=python),
+    ]
     return rows
