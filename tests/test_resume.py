@@ -350,3 +350,18 @@ class TestTamperedSnapshots:
                     assert isinstance(node.render(state), str)
             TreeTracker(session, ".").load()
             assert session.tick().projection.tokens <= session.budget
+
+
+class TestMemory:
+    def test_a_read_text_node_keeps_no_digest_after_a_render_and_a_snapshot(
+        self, tree: Path
+    ) -> None:
+        from dagctx.nodes.base import NodeState
+
+        session, _ = _cold(tree, 100_000)
+        with session:
+            (node,) = session.text_nodes("pkg0/mod0.py")
+            node.render(NodeState.SUMMARY)  # the outline cache is keyed by the digest
+            snapshot = node.snapshot()
+            assert snapshot is not None and len(bytes.fromhex(snapshot["digest"])) == 16
+            assert node._digest is None  # one per node would cost memory, not kept

@@ -253,7 +253,7 @@ class TextNode(Node):
         self.redacted: str | None = None  # what redaction replaced in the lines shown
         self._body: str | None = ""  # the lines shown, "\n"-joined (None: not read yet)
         self._chars = 0  # while not read yet: the length of the text shown
-        self._digest: bytes | None = None  # the digest of the lines shown, once asked for
+        self._digest: bytes | None = None  # while not read yet: the text's digest
         self._stale = False  # shows newer content than its version says (see _materialize)
         self._n = -1  # how many lines that is (-1: not read yet)
         self.placeholder: str | None = None
@@ -641,12 +641,11 @@ class TextNode(Node):
     # -- serialization ----------------------------------------------------------------
 
     def content_digest(self) -> bytes:
-        """A digest of the text shown (kept once computed; known without reading the file
-        for a node restored from a snapshot)."""
-        digest = self._digest
-        if digest is None:
-            digest = self._digest = _digest(self._text)
-        return digest
+        """A digest of the text shown: computed from the text (not kept: a digest per
+        node would cost memory), or the snapshot's while the text is not read yet."""
+        if self._body is None and self._digest is not None:
+            return self._digest
+        return _digest(self._text)
 
     def snapshot(self) -> dict[str, Any] | None:
         """What the node read, without the text: the stat key of the read, the
@@ -700,8 +699,10 @@ class TextNode(Node):
         if len(node._digest) != 16:
             raise ValueError(f"digest must be 16 bytes, got {snapshot['digest']!r}")
         node._body = "" if lines == 0 else None  # nothing shown: nothing to read
-        if node._body == "" and node._digest != _digest(""):
-            raise ValueError("a snapshot of no lines must have the digest of no text")
+        if node._body == "":
+            if node._digest != _digest(""):
+                raise ValueError("a snapshot of no lines must have the digest of no text")
+            node._digest = None
         return node
 
     def _materialize(self) -> str:
@@ -714,8 +715,8 @@ class TextNode(Node):
         same = (placeholder, notice, len(lines)) == (self.placeholder, self.notice, self._n)
         if not (same and _digest(text) == self._digest):
             self.placeholder, self.notice, self._n = placeholder, notice, len(lines)
-            self._digest, self._stale = None, True
-        self._stat, self.redacted, self._body = key, redacted, text
+            self._stale = True
+        self._stat, self.redacted, self._body, self._digest = key, redacted, text, None
         return text
 
     def data_dict(self) -> dict[str, Any]:
