@@ -350,7 +350,9 @@ class TestStoreInterface:
         with store as same:
             assert same is store
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
     @given(batches=st.lists(st.tuples(json_dicts, usages, json_dicts), min_size=1, max_size=4))
     def test_any_json_checkpoint_comes_back_equal(
         self,
