@@ -365,3 +365,43 @@ class TestMemory:
             snapshot = node.snapshot()
             assert snapshot is not None and len(bytes.fromhex(snapshot["digest"])) == 16
             assert node._digest is None  # one per node would cost memory, not kept
+
+
+class TestLoadCost:
+    def test_the_garbage_collector_does_not_run_while_a_session_loads(self, tmp_path: Path) -> None:
+        import gc
+
+        root = tmp_path / "big"
+        _write_tree(root, files=40)
+        _save_cold(root)
+        runs: list[int] = []
+
+        def count(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                runs.append(info["generation"])
+
+        threshold = gc.get_threshold()
+        gc.set_threshold(50)  # unpaused, a load this size would run it dozens of times
+        gc.callbacks.append(count)
+        try:
+            session = Session.load(root=root)
+        finally:
+            gc.callbacks.remove(count)
+            gc.set_threshold(*threshold)
+        with session:
+            assert len(runs) <= 1, runs  # at most the one its allocations owe when it ends
+            assert gc.isenabled()  # paused for the load only
+            assert len(session.text_nodes("pkg0/mod0.py")) == 1
+
+    def test_a_program_that_disabled_the_collector_finds_it_disabled_after_a_load(
+        self, tree: Path
+    ) -> None:
+        import gc
+
+        _save_cold(tree)
+        gc.disable()
+        try:
+            Session.load(root=tree).close()
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
