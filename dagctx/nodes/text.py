@@ -22,6 +22,13 @@ found in the content (:func:`dagctx._secrets.redact`) are replaced by
 ``[REDACTED <kind>]`` when the file is read, so everything after (outline, token counts,
 the render) sees only the redacted text, and the scan runs once per content read.
 :meth:`TextNode.safety_note` says which it was.
+:attr:`TextNode.edited` turns true the first time a re-read during the session finds the
+content changed, and stays true (a checkpoint restore, which leaves content alone, leaves
+it alone too): the projection shows an edited file in its "changed" band, after the files
+that never changed (:mod:`dagctx.projection.bands`). It is saved with the node (a loaded
+session goes on like the original), and a resume's re-read of the files edited while
+nobody watched does not set it, so a session saved from a cold start and resumed after
+offline edits shows every file where a cold start would.
 SUMMARY shows the file's outline from :func:`dagctx.outline.outline` (definitions with
 signatures, line ranges and docstring first lines; headings; top-level keys), compacted to
 :func:`~dagctx.outline.kinds.outline_chars` for its kind of file (top-level definitions
@@ -151,6 +158,19 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+def _edited(data: dict[str, Any]) -> bool:
+    """The ``edited`` flag of :meth:`TextNode.data_dict` (False when absent: saved before
+    the flag existed).
+
+    Raises:
+        TypeError: it is not a bool.
+    """
+    edited = data.get("edited", False)
+    if not isinstance(edited, bool):
+        raise TypeError(f"edited must be a bool, got {edited!r}")
+    return edited
+
+
 def _optional(value: Any, kind: type, name: str) -> Any:
     """``value`` if it is None or a ``kind`` (never a bool for an int); else TypeError."""
     if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
@@ -203,6 +223,7 @@ class TextNode(Node):
         "_n",
         "_stale",
         "_stat",
+        "edited",
         "end_line",
         "include_secrets",
         "max_bytes",
@@ -260,6 +281,7 @@ class TextNode(Node):
         self.notice: str | None = None
         self._stat: StatKey | None = None
         self.total_bytes = 0
+        self.edited = False  # whether a re-read this session found the content changed
 
     # -- reading ----------------------------------------------------------------------
 
@@ -427,11 +449,14 @@ class TextNode(Node):
         key = self._key()
         return key != self._stat and not (key is None and self.placeholder == "[file deleted]")
 
-    def recompute(self, *, changed: bool = False) -> bool:
+    def recompute(self, *, changed: bool = False, edit: bool = True) -> bool:
         """Re-read the file if its stat key changed, or when ``changed`` says the OS
-        reported a change to it; bump the version only if the shown content differs."""
+        reported a change to it; bump the version only if the shown content differs, and
+        then mark the node :attr:`edited` unless ``edit`` is false (a resume's re-read of
+        what changed while nobody watched)."""
         if not self._reread(changed):
             return False
+        self.edited = self.edited or edit
         self.mark_changed(
             "file deleted" if self.placeholder == "[file deleted]" else "content changed"
         )
@@ -682,6 +707,7 @@ class TextNode(Node):
         node = cls.__new__(cls)
         Node.__init__(node)
         node._setup(*_fields(data))
+        node.edited = _edited(data)
         stat = snapshot["stat"]
         if stat is not None:
             if not (isinstance(stat, list) and len(stat) == 3 and all(map(is_int, stat))):
@@ -728,12 +754,13 @@ class TextNode(Node):
             "media_type": self.media_type,
             "max_bytes": self.max_bytes,
             "include_secrets": self.include_secrets,
+            "edited": self.edited,
         }
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> TextNode:
         path, root, start_line, end_line, media_type, max_bytes, secrets = _fields(data)
-        return cls(
+        node = cls(
             path,
             root=root,
             start_line=start_line,
@@ -742,6 +769,8 @@ class TextNode(Node):
             max_bytes=max_bytes,
             include_secrets=secrets,
         )
+        node.edited = _edited(data)
+        return node
 
 
 def _fields(

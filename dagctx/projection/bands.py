@@ -1,20 +1,31 @@
 """The volatility layout: which band each rendered section goes in, and the band order.
 
 A provider caches the longest byte-identical prefix of a prompt, so the projection puts
-what rarely changes first and what changes often last. Sections are placed in three
+what rarely changes first and what changes often last. Sections are placed in four
 bands, in this order:
 
 1. **stable**: the workspace — groups, directories, files, outlines, tool definitions —
-   in walk order; an edited file changes in place, so the text before it stays.
-2. **conversation**: topics and messages, which grow at their end every turn.
-3. **volatile**: nodes that declare ``volatile`` (the session node: turn, time, the last
+   in walk order.
+2. **changed**: files whose content has changed during the session
+   (:attr:`~dagctx.nodes.text.TextNode.edited`), in walk order. Hysteresis: a file
+   moves here at its first change, once, and stays, so an agent's working set stops
+   rewriting the stable band after each file's first edit, and a file never moves back
+   and forth. The flag is part of the node (saved with it; a checkpoint restore, which
+   leaves content alone, leaves it alone), so the band is a function of the graph; a
+   resume does not set it for the files edited while nobody watched, so a session saved
+   from a cold start and resumed after offline edits lays out its text as a cold start
+   does.
+3. **conversation**: topics and messages, which grow at their end every turn.
+4. **volatile**: nodes that declare ``volatile`` (the session node: turn, time, the last
    changes).
 
 The "changes since last turn" section and the left-out footer follow the last band.
 Inside each band sections keep their walk order, so the group structure reads the same.
 A band depends only on the node, never on the budget: the same graph gives the same
 order (determinism), and an unbudgeted render is ordered the same way (fidelity). When
-one node changes, the text before its section is byte-identical to the previous turn's.
+one node changes, the text before its section is byte-identical to the previous turn's,
+except on the one turn a file moves to the changed band (its first change): then the
+text before the place it leaves is.
 
 The later bands grow every turn (a new message, the session node's turn), and so does
 the "changes since last turn" section; if the workspace got whatever they leave, its
@@ -35,9 +46,10 @@ from typing import TypeVar
 
 from dagctx.nodes.base import Node
 from dagctx.nodes.message import MessageNode
+from dagctx.nodes.text import TextNode
 from dagctx.nodes.topic import TopicNode
 
-STABLE, CONVERSATION, VOLATILE = range(3)
+STABLE, CHANGED, CONVERSATION, VOLATILE = range(4)
 HELD_STEPS = 32  # the later bands' reservation grows in steps of budget // HELD_STEPS
 
 _T = TypeVar("_T")
@@ -49,6 +61,8 @@ def band_of(node: Node) -> int:
         return VOLATILE
     if isinstance(node, (TopicNode, MessageNode)):
         return CONVERSATION
+    if isinstance(node, TextNode) and node.edited:
+        return CHANGED
     return STABLE
 
 
