@@ -34,8 +34,9 @@ no content change in between gives back the saved text:
   the workspace loses to the rounding is at most one step.
 
 :attr:`Projection.stable_prefix_tokens` measures the identical prefix on the text
-(:mod:`.prefix`); :meth:`Projection.to_messages` splits the text at the band ends for
-providers' cache breakpoints (:mod:`.messages`).
+(:mod:`.prefix`); :meth:`Projection.to_messages` splits the text into content blocks at
+the band ends and at each conversation section's end, with providers' cache breakpoints
+at the band ends (:mod:`.messages`).
 """
 
 from dagctx.projection.build import build_projection

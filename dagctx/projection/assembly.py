@@ -195,9 +195,10 @@ class Body:
         self.shown[i] = 0
         self.moved = True
 
-    def ordered(self) -> tuple[list[Section], list[str], list[int]]:
+    def ordered(self) -> tuple[list[Section], list[str], tuple[list[int], list[int]]]:
         """The shown sections and their texts in text order (by band, then walk order),
-        and the offsets where each band ends in their concatenation."""
+        and the offsets where each band and each content block ends in their
+        concatenation (:func:`~dagctx.projection.bands.ends`)."""
         if not self.tail:
             texts = list(self.texts)
             return list(self.sections), texts, ends(texts, [STABLE] * len(texts))

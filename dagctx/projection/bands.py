@@ -72,16 +72,24 @@ def in_bands(items: Iterable[tuple[int, _T]]) -> list[_T]:
     return [item for _, item in sorted(items, key=lambda pair: pair[0])]
 
 
-def ends(texts: Sequence[str], bands: Sequence[int]) -> list[int]:
-    """Offsets where each band ends in the text made of ``texts`` (in band order, their
-    bands in ``bands``): one offset per band present, ascending."""
-    out: list[int] = []
+def ends(texts: Sequence[str], bands: Sequence[int]) -> tuple[list[int], list[int]]:
+    """(band ends, block ends) of the text made of ``texts`` (in band order, their bands
+    in ``bands``), offsets ascending. Band ends: one per band present. Block ends, where
+    the text is split into a provider's content blocks: the band ends and the end of each
+    section of the conversation band, so that a message appended leaves the blocks
+    before it, and the boundary where the conversation ended, as they were (a provider
+    that reads a cached prefix at an earlier block boundary finds it there)."""
+    band_ends: list[int] = []
+    block_ends: list[int] = []
     offset = 0
     for k, text in enumerate(texts):
         offset += len(text)
-        if k + 1 == len(texts) or bands[k + 1] != bands[k]:
-            out.append(offset)
-    return out
+        closes = k + 1 == len(texts) or bands[k + 1] != bands[k]
+        if closes:
+            band_ends.append(offset)
+        if closes or bands[k] == CONVERSATION:
+            block_ends.append(offset)
+    return band_ends, block_ends
 
 
 def workspace_room(budget: int, changes: int, held: int) -> int:

@@ -356,7 +356,7 @@ class Projector:
             )
             if body.moved and plan.left is not None:
                 self._left_moved(plan.left, body, order, was)
-        sections, texts, ends = body.ordered()
+        sections, texts, (band_ends, block_ends) = body.ordered()
         omitted = len(layout.first) - body.nodes
         used = body.tokens + changes_tokens
         if plan.left is None:
@@ -382,7 +382,8 @@ class Projector:
             stable_prefix_tokens=stable,
             account=self._account(alloc, body),
             prefix_break=broken,
-            band_ends=ends,
+            band_ends=band_ends,
+            block_ends=block_ends,
             cache_key=self._key,
         )
 
@@ -594,6 +595,7 @@ class Projector:
         }
         reasons = {k: v for k, v in reasons.items() if k in degraded or k in omitted}
         texts = [t for _, _, t in placed]
+        band_ends, block_ends = ends(texts, [b for b, _, _ in placed])
         stable, broken = stable_prefix(text, tokens, sections, texts, previous, self._label)
         return Projection(
             text,
@@ -608,6 +610,7 @@ class Projector:
             scores=account.scores(),
             notes=account.notes(),
             prefix_break=broken,
-            band_ends=ends([t for _, _, t in placed], [b for b, _, _ in placed]),
+            band_ends=band_ends,
+            block_ends=block_ends,
             cache_key=self._key,
         )
