@@ -196,12 +196,12 @@ class TestSafety:
         _save_cold(tree)
         db = tree / ".dagctx" / "session.db"
         with sqlite3.connect(db) as con:
-            ref, data = con.execute(
-                "SELECT ref, data FROM session_nodes WHERE data LIKE '%\"snapshot\"%' LIMIT 1"
-            ).fetchone()
+            (data,) = con.execute("SELECT data FROM session_columns WHERE type = 'text'").fetchone()
             raw = json.loads(data)
-            raw["snapshot"]["lines"] = "many"
-            con.execute("UPDATE session_nodes SET data = ? WHERE ref = ?", (json.dumps(raw), ref))
+            raw["lines"][0] = "many"
+            con.execute(
+                "UPDATE session_columns SET data = ? WHERE type = 'text'", (json.dumps(raw),)
+            )
         from dagctx.errors import CheckpointError
 
         with pytest.raises(CheckpointError, match="lines"):
@@ -334,12 +334,12 @@ class TestTamperedSnapshots:
         db = root / ".dagctx" / "session.db"
         shutil.copy(tmp_path / "good.db", db)
         with sqlite3.connect(db) as con:
-            ref, data = con.execute(
-                "SELECT ref, data FROM session_nodes WHERE data LIKE '%\"snapshot\"%' LIMIT 1"
-            ).fetchone()
+            (data,) = con.execute("SELECT data FROM session_columns WHERE type = 'text'").fetchone()
             raw = json.loads(data)
-            raw["snapshot"][key] = value
-            con.execute("UPDATE session_nodes SET data = ? WHERE ref = ?", (json.dumps(raw), ref))
+            raw[key][0] = value
+            con.execute(
+                "UPDATE session_columns SET data = ? WHERE type = 'text'", (json.dumps(raw),)
+            )
         try:
             session = Session.load(root=root)
         except CheckpointError:

@@ -73,9 +73,9 @@ from dagctx._lines import split_lines
 from dagctx._plural import counted
 from dagctx._quote import fence, inline
 from dagctx._secrets import describe, redact, secret_file_reason
-from dagctx._validate import is_int
 from dagctx._words import terms, tokenize
-from dagctx.nodes.base import Node, NodeState, TickFrequency
+from dagctx.errors import GraphError
+from dagctx.nodes.base import Node, NodeState, TickFrequency, check_column, column_error
 from dagctx.outline import outline
 from dagctx.outline.cut import Cut, Ladder, partition
 from dagctx.outline.kinds import outline_chars
@@ -91,6 +91,16 @@ _LANGUAGES = {
     ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".html": "html", ".css": "css",
     ".sql": "sql", ".kt": "kotlin", ".swift": "swift", ".php": "php", ".cs": "csharp",
 }  # fmt: skip
+
+
+_DATA_KEYS = (
+    "path", "root", "start_line", "end_line", "media_type", "max_bytes", "include_secrets",
+    "edited",
+)  # fmt: skip
+_SNAPSHOT_KEYS = (
+    "stat", "placeholder", "notice", "redacted", "lines", "chars", "bytes", "digest"
+)  # fmt: skip
+"""Keys of :meth:`TextNode.data_dict` and of :meth:`TextNode.snapshot`: its columns."""
 
 
 #: A file's stat key: (mtime in ns, size, identity); see :func:`stat_key`.
@@ -215,6 +225,7 @@ class TextNode(Node):
     default_state: ClassVar[NodeState] = NodeState.DETAILS
     default_priority: ClassVar[int] = 40
     default_frequency: ClassVar[TickFrequency] = TickFrequency.turn()
+    column_keys: ClassVar[tuple[str, ...]] = (*_DATA_KEYS, *_SNAPSHOT_KEYS)
 
     __slots__ = (
         "_body",
@@ -697,39 +708,86 @@ class TextNode(Node):
         """A node of ``data`` (:meth:`data_dict`) showing what ``snapshot``
         (:meth:`snapshot`) says was read, without reading the file now: its text is read
         when first used (:meth:`_materialize`). A subclass reads its file (as
-        :meth:`from_data`).
+        :meth:`from_data`). The fields are checked as :meth:`from_columns` checks them
+        (a column of one).
 
         Raises:
-            TypeError, ValueError: a field of ``data`` or ``snapshot`` is malformed.
+            TypeError: a field of ``data`` has the wrong type (KeyError: no ``path``).
+            GraphError: a field of ``snapshot`` is missing or malformed.
         """
         if cls is not TextNode:
             return cls.from_data(data)
         node = cls.__new__(cls)
         Node.__init__(node)
-        node._setup(*_fields(data))
-        node.edited = _edited(data)
-        stat = snapshot["stat"]
-        if stat is not None:
-            if not (isinstance(stat, list) and len(stat) == 3 and all(map(is_int, stat))):
-                raise TypeError(f"stat must be a list of 3 ints or None, got {stat!r}")
-            stat = (stat[0], stat[1], stat[2])
-        lines, chars, size = snapshot["lines"], snapshot["chars"], snapshot["bytes"]
-        if not all(is_int(count) and count >= 0 for count in (lines, chars, size)):
-            raise ValueError(f"lines, chars and bytes must be ints >= 0, got {snapshot!r}")
-        node._stat = stat
-        node.placeholder = _optional(snapshot["placeholder"], str, "placeholder")
-        node.notice = _optional(snapshot["notice"], str, "notice")
-        node.redacted = _optional(snapshot["redacted"], str, "redacted")
-        node._n, node.total_bytes, node._chars = lines, size, chars
-        node._digest = bytes.fromhex(_optional(snapshot["digest"], str, "digest"))
-        if len(node._digest) != 16:
-            raise ValueError(f"digest must be 16 bytes, got {snapshot['digest']!r}")
-        node._body = "" if lines == 0 else None  # nothing shown: nothing to read
-        if node._body == "":
-            if node._digest != _digest(""):
-                raise ValueError("a snapshot of no lines must have the digest of no text")
-            node._digest = None
+        fields = dict(zip(_DATA_KEYS[:-1], _fields(data), strict=True))
+        if not isinstance(snapshot, dict):
+            raise GraphError(f"a snapshot must be a dict, got {snapshot!r}", value=snapshot)
+        missing = [key for key in _SNAPSHOT_KEYS if key not in snapshot]
+        if missing:
+            raise GraphError(f"the snapshot lacks {missing}", value=snapshot)
+        fields["edited"] = _edited(data)
+        columns = {key: [value] for key, value in {**fields, **snapshot}.items()}
+        cls._restore_columns([node], columns)
         return node
+
+    @classmethod
+    def _restore_columns(cls, nodes: list[Node], columns: dict[str, list[Any]]) -> None:
+        """Set what :meth:`data_dict` and :meth:`snapshot` saved on each of ``nodes``
+        (their text is read on first use), checking each column once: path and root
+        strings (each distinct root resolved once), ``edited`` a bool, line numbers and
+        ``max_bytes`` ints or None (``max_bytes`` None: the default; a media type None:
+        guessed from the path), the stat key None or 3 ints, the placeholder, notice and
+        redaction note strings or None, line, char and byte counts ints >= 0, the digest
+        32 hex digits (that of no text when no lines are shown).
+
+        Raises:
+            GraphError: a bad value (named), or ``cls`` is a subclass (whose content has
+                parts of its own: it is never saved as columns).
+        """
+        if cls is not TextNode:
+            raise GraphError(f"{cls.type_name} nodes are not saved as columns", value=cls.type_name)
+        get = columns.__getitem__
+        check_column(get("path"), "path", _is_str, rule="a string")
+        check_column(get("root"), "root", _is_str, rule="a string")
+        for key in ("start_line", "end_line", "max_bytes"):
+            check_column(get(key), key, _int_or_none, rule="an int or None")
+        for key in ("media_type", "placeholder", "notice", "redacted"):
+            check_column(get(key), key, _str_or_none, rule="a string or None")
+        check_column(get("edited"), "edited", _is_bool, rule="a bool")
+        check_column(get("stat"), "stat", _stat_value, rule="a list of 3 ints or None")
+        for key in ("lines", "chars", "bytes"):
+            check_column(get(key), key, _count, rule="an int >= 0")
+        digests = [_digest_value(value) for value in get("digest")]
+        check_column(digests, "digest", _is_digest, get("digest"), "32 hex digits")
+        empty = _digest("")
+        lines = get("lines")
+        at = next((i for i, n in enumerate(lines) if n == 0 and digests[i] != empty), None)
+        if at is not None:
+            raise column_error("digest", get("digest")[at], "the digest of no text (no lines)")
+        roots = {root: _resolved_root(root) for root in set(get("root"))}
+        guess = mimetypes.guess_type
+        rows = zip(
+            nodes, get("path"), get("root"), get("start_line"), get("end_line"),
+            get("media_type"), get("max_bytes"), get("include_secrets"), get("stat"),
+            get("placeholder"), get("notice"), get("redacted"), lines, get("chars"),
+            get("bytes"), digests, get("edited"), strict=True,
+        )  # fmt: skip
+        for row in rows:
+            node, path, root, start, end, media, most, secrets, stat, *shown = row
+            placeholder, notice, redacted, n, chars, size, digest, edited = shown
+            assert isinstance(node, TextNode)
+            node.root, node.path = roots[root], _posix(path)
+            node.start_line, node.end_line = start, end
+            node.media_type = media or guess(node.path)[0] or "text/plain"
+            node.max_bytes = DEFAULT_MAX_BYTES if most is None else most
+            node.include_secrets, node.edited = bool(secrets), edited
+            node._stat = None if stat is None else (stat[0], stat[1], stat[2])
+            node.placeholder, node.notice, node.redacted = placeholder, notice, redacted
+            node._n, node.total_bytes, node._chars, node._stale = n, size, chars, False
+            if n == 0:  # nothing shown: nothing to read
+                node._body, node._digest = "", None
+            else:
+                node._body, node._digest = None, digest
 
     def _materialize(self) -> str:
         """Read the text of a node restored from a snapshot. When the file no longer
@@ -771,6 +829,46 @@ class TextNode(Node):
         )
         node.edited = _edited(data)
         return node
+
+
+def _is_str(value: Any) -> bool:
+    return type(value) is str
+
+
+def _is_bool(value: Any) -> bool:
+    return type(value) is bool
+
+
+def _int_or_none(value: Any) -> bool:
+    return value is None or type(value) is int
+
+
+def _str_or_none(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _stat_value(value: Any) -> bool:
+    return value is None or (
+        type(value) is list and len(value) == 3 and all(type(v) is int for v in value)
+    )
+
+
+def _digest_value(value: Any) -> bytes | None:
+    """The digest a snapshot's hex string names, or None when it is not one."""
+    if type(value) is not str or len(value) != 32:
+        return None
+    try:
+        return bytes.fromhex(value)
+    except ValueError:
+        return None
+
+
+def _is_digest(value: bytes | None) -> bool:
+    return value is not None
 
 
 def _fields(
