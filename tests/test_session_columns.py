@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -57,16 +58,28 @@ def _slots(node: Node) -> dict[str, Any]:
     return {"tags": node.tags} | {name: getattr(node, name) for name in sorted(names)}
 
 
+def _sql(db: Path, statement: str, *params: object) -> list[Any]:
+    """Run one statement on the file and close it (a connection left open keeps the
+    write-ahead log the next copy of the file would not match)."""
+    with closing(sqlite3.connect(db)) as con, con:
+        return con.execute(statement, params).fetchall()
+
+
 def _columns(db: Path) -> dict[str, Any]:
-    with sqlite3.connect(db) as con:
-        (data,) = con.execute("SELECT data FROM session_columns WHERE type = 'text'").fetchone()
+    ((data,),) = _sql(db, "SELECT data FROM session_columns WHERE type = 'text'")
     block: dict[str, Any] = json.loads(data)
     return block
 
 
 def _put_columns(db: Path, block: Any) -> None:
-    with sqlite3.connect(db) as con:
-        con.execute("UPDATE session_columns SET data = ? WHERE type = 'text'", (json.dumps(block),))
+    _sql(db, "UPDATE session_columns SET data = ? WHERE type = 'text'", json.dumps(block))
+
+
+def _restore(good: Path, root: Path) -> Path:
+    """Put the good session file back."""
+    db = root / ".dagctx" / "session.db"
+    shutil.copy(good, db)
+    return db
 
 
 @pytest.fixture
@@ -199,8 +212,7 @@ class TestTamperedColumns:
             with _session(root) as session:
                 session.save()
             shutil.copy(root / ".dagctx" / "session.db", good)
-        db = root / ".dagctx" / "session.db"
-        shutil.copy(good, db)
+        db = _restore(good, root)
         block = _columns(db)
         block[key][at] = value
         _put_columns(db, block)
@@ -266,3 +278,59 @@ class TestSchema2:
             con.execute("UPDATE dagctx_meta SET value = '1' WHERE key = 'session_schema'")
         with pytest.raises(CheckpointError, match=f"schema 1.*schema {SESSION_SCHEMA}"):
             Session.load(root=saved)
+
+
+class TestGroupRows:
+    def test_a_saved_group_is_rebuilt_without_being_rendered(
+        self, saved: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from dagctx.nodes.group import GroupNode
+
+        renders: list[str] = []
+        original = GroupNode.render_state
+
+        def counting(self: GroupNode, state: NodeState) -> str:
+            renders.append(self.id)
+            return original(self, state)
+
+        monkeypatch.setattr(GroupNode, "render_state", counting)
+        with Session.load(root=saved) as session:
+            assert any(isinstance(n, GroupNode) for n in session.graph)
+            assert renders == []
+
+    @settings(
+        max_examples=40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
+    @given(key=st.sampled_from(["title", "summary", "notice"]), value=_json_values)
+    def test_any_value_in_a_group_field_is_refused_or_renders(
+        self, tmp_path: Path, key: str, value: object
+    ) -> None:
+        root = tmp_path / "g"
+        good = tmp_path / "good.db"
+        if not good.exists():
+            _tree(root)
+            with _session(root) as session:
+                session.save()
+            shutil.copy(root / ".dagctx" / "session.db", good)
+        db = _restore(good, root)
+        _sql(
+            db,
+            "UPDATE session_nodes SET data = json_set(data, ?, json(?))"
+            " WHERE ref = (SELECT MAX(ref) FROM session_nodes)",
+            f"$.data.{key}",
+            json.dumps(value),
+        )
+        try:
+            session = Session.load(root=root)
+        except CheckpointError as exc:
+            assert key in str(exc)
+            return
+        with session:
+            for node in session.graph:
+                for state in NodeState:
+                    assert isinstance(node.render(state), str)
+                json.dumps(node.to_dict())
+            TreeTracker(session, ".").load()
+            assert session.tick().projection.tokens <= session.budget

@@ -398,6 +398,9 @@ class Node:
             "data": self.data_dict(),
         }
 
+    #: True for a type whose :meth:`from_data` refuses every value its rendering could
+    #: fail on (so :meth:`from_dict` need not render it at every state to check).
+    data_checked: ClassVar[bool] = False
     #: The type's own columns in :meth:`to_columns` (the keys of :meth:`data_dict` and of
     #: :meth:`snapshot`, in that order), for a type whose nodes with a snapshot can be
     #: saved as one block of columns; empty (the default): saved one by one.
@@ -487,7 +490,9 @@ class Node:
 
         The common fields are checked (id, version, state, mode, frequency, priority,
         tags, times), and the rebuilt node must render at every state and serialize back
-        to JSON, so malformed type data is refused here rather than when it is projected.
+        to JSON (unless its type's :meth:`from_data` checks every field:
+        :attr:`data_checked`), so malformed type data is refused here rather than when
+        it is projected.
         With a ``"snapshot"`` (:meth:`snapshot` output, saved beside the type data) the
         node is rebuilt by :meth:`from_snapshot` instead, which must check the type and
         range of every field it takes (of the data and of the snapshot), so that it
@@ -524,7 +529,7 @@ class Node:
             for name in ("created_at", "updated_at"):
                 at = _checked(data.get(name, getattr(node, name)), int | float, name)
                 setattr(node, name, float(at))
-            if snapshot is None:
+            if snapshot is None and not cls.data_checked:
                 _check_usable(node)
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise GraphError(f"malformed {cls.type_name} node data: {exc!r}", value=data) from exc
