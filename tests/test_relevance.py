@@ -237,6 +237,19 @@ class TestRanking:
         assert file_kind("web/app.test.ts") == file_kind("tests/x.py")
         assert tier("app.py", 10) > tier("a/b/app.py", 10) > tier("a/b/app.py", 10_000)
 
+    def test_a_files_tier_follows_its_edits(self, tmp_path: Path) -> None:
+        (tmp_path / "app.py").write_text("x = 1\n")
+        with Session(tmp_path, budget=100_000) as s:
+            node = s.text("app.py")
+            scores = s.tick().projection.scores
+            assert scores[node.id].tier == tier("app.py", 1)
+            for version in range(1, 30):  # each edit is a new version; the tier follows
+                lines = 10_000 if version % 2 else 1
+                (tmp_path / "app.py").write_text("x = 1\n" * lines)
+                s.file_changed("app.py")
+                assert s.tick().projection.scores[node.id].tier == tier("app.py", lines)
+            assert node.version > 20
+
     def test_bm25_index_updates_one_file_at_a_time(self, repo: Path) -> None:
         with Session(repo) as s:
             node = s.text("pkg/render.py")

@@ -339,7 +339,9 @@ class Relevance:
         self._ranked: list[tuple[float, str]] | None = None
         self._weights: dict[str, tuple[float, float]] = {}  # the query's, at the last scoring
         self._rescored_all = True  # whether the last scoring scored every file
-        self._tiers: dict[str, tuple[int, int]] = {}  # node id → (version, tier)
+        # node id → version * TIERS + tier: an int below 256 (no object of its own) while
+        # the version is below 12, where a (version, tier) tuple costs 64 bytes per file
+        self._tiers: dict[str, int] = {}
         self._inherited = bytearray()  # per entry: 1 where the level is a child's
         self._carrier = -1  # seq of the node that set the focus in effect
 
@@ -481,12 +483,10 @@ class Relevance:
         if not isinstance(node, TextNode):
             return 0
         nid = node.id
-        cached = self._tiers.get(nid)
-        if cached is not None and cached[0] == node.version:
-            t = cached[1]
-        else:
+        version, t = divmod(self._tiers.get(nid, -1), TIERS)
+        if version != node.version:
             t = tier(node.path, node.cuttable_lines())
-            self._tiers[nid] = (node.version, t)
+            self._tiers[nid] = node.version * TIERS + t
         combined = (
             self._lexical.get(nid, 0.0)
             + GRAPH_WEIGHT * self._graph.get(nid, 0.0)
