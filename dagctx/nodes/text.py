@@ -3,9 +3,10 @@
 The node reads its file when created and again on :meth:`TextNode.recompute`, which
 compares a stat key first (:func:`stat_key`: mtime, size, and the file's identity —
 device, inode, type, permissions, ctime — without following a final symlink, and the
-target's too when it is one) and the content second, so an untouched file costs one
-``lstat``, a file made readable or replaced (by another file or a symlink) is read again,
-and a touched-but-identical file does not bump the version (early cutoff). The
+target's too when it is one, packed exactly into one int) and the content second, so
+an untouched file costs one ``lstat``, a file made readable or replaced (by another file
+or a symlink) is read again, and a touched-but-identical file does not bump the version
+(early cutoff). The
 lines shown are kept as one string (``"\n"``-joined), not a list of lines: a list costs
 more memory than the text it holds.
 Binary, non-UTF-8, unreadable and deleted files render a one-line placeholder instead of
@@ -103,10 +104,16 @@ _SNAPSHOT_KEYS = (
 """Keys of :meth:`TextNode.data_dict` and of :meth:`TextNode.snapshot`: its columns."""
 
 
-#: A file's stat key: (mtime in ns, size, identity); see :func:`stat_key`.
-StatKey = tuple[int, int, int]
+#: A file's stat key: its mtime in ns, size and identity packed into one int (an int
+#: costs a third of a tuple of three); see :func:`stat_key`.
+StatKey = int
 # (stat key, placeholder, lines, notice, secrets redacted: a describe() phrase or None)
 ReadResult = tuple[StatKey | None, str | None, list[str], str | None, str | None]
+_SIZE_BITS = 64  # st_size is a signed 64-bit off_t: 0 <= size < 2**63
+_MTIME_BITS = 96  # st_mtime_ns is a 64-bit time_t in ns: |mtime| < 2**94
+_MTIME_OFFSET = 1 << (_MTIME_BITS - 1)
+_SIZE_MASK = (1 << _SIZE_BITS) - 1
+_MTIME_MASK = (1 << _MTIME_BITS) - 1
 
 
 def _identity(st: os.stat_result) -> int:
@@ -115,10 +122,28 @@ def _identity(st: os.stat_result) -> int:
     return (((st.st_dev << 64 | st.st_ino) << 32 | st.st_mode) << 64) | st.st_ctime_ns
 
 
+def pack_stat(mtime_ns: int, size: int, identity: int) -> StatKey:
+    """The stat key of (mtime in ns, size, identity), exactly: :func:`unpack_stat` gives
+    them back.
+
+    Raises:
+        ValueError: ``size`` or ``mtime_ns`` is out of the range a stat result can hold.
+    """
+    if not (0 <= size <= _SIZE_MASK and -_MTIME_OFFSET <= mtime_ns < _MTIME_OFFSET):
+        raise ValueError(f"not a file's mtime and size: {mtime_ns!r}, {size!r}")
+    return identity << (_MTIME_BITS + _SIZE_BITS) | (mtime_ns + _MTIME_OFFSET) << _SIZE_BITS | size
+
+
+def unpack_stat(key: StatKey) -> tuple[int, int, int]:
+    """(mtime in ns, size, identity) of a :func:`pack_stat` key."""
+    mtime = (key >> _SIZE_BITS & _MTIME_MASK) - _MTIME_OFFSET
+    return mtime, key & _SIZE_MASK, key >> (_MTIME_BITS + _SIZE_BITS)
+
+
 def stat_key(path: str) -> StatKey | None:
-    """The stat key of ``path``: (mtime, size, identity) of the file it leads to and, for
-    a symlink, the link's own identity too; None when it cannot be stat-ed (missing, a
-    dangling link, a bad name).
+    """The stat key of ``path``: mtime, size and identity of the file it leads to and,
+    for a symlink, the link's own identity too (:func:`pack_stat`); None when it cannot
+    be stat-ed (missing, a dangling link, a bad name).
 
     Equal keys mean the same file with the same metadata: a file replaced (even by a
     symlink to a file of the same size and mtime), made readable or unreadable, or given
@@ -127,11 +152,11 @@ def stat_key(path: str) -> StatKey | None:
     try:
         st = os.lstat(path)
         if not stat.S_ISLNK(st.st_mode):
-            return (st.st_mtime_ns, st.st_size, _identity(st))
+            return pack_stat(st.st_mtime_ns, st.st_size, _identity(st))
         target = os.stat(path)
     except (OSError, ValueError):
         return None
-    return (target.st_mtime_ns, target.st_size, _identity(target) << 256 | _identity(st))
+    return pack_stat(target.st_mtime_ns, target.st_size, _identity(target) << 256 | _identity(st))
 
 
 # path, first line, content digest → outline text; insertion order is recency of use
@@ -339,9 +364,7 @@ class TextNode(Node):
             return key, f"[file unreadable: {exc.strerror or exc}]", [], None, None
         except ValueError as exc:  # a NUL byte in the path of a tampered session file
             return None, f"[file unreadable: {exc}]", [], None, None
-        size = st.st_size
-        # the same int object as the stat key's when they agree (one int less per node)
-        self.total_bytes = key[1] if key is not None and key[1] == size else size
+        self.total_bytes = st.st_size
         try:
             with open(fd, "rb") as handle:
                 if self.start_line is not None or self.end_line is not None:
@@ -693,7 +716,7 @@ class TextNode(Node):
         if type(self) is not TextNode or self._stale:
             return None
         return {
-            "stat": None if self._stat is None else list(self._stat),
+            "stat": None if self._stat is None else list(unpack_stat(self._stat)),
             "placeholder": self.placeholder,
             "notice": self.notice,
             "redacted": self.redacted,
@@ -736,7 +759,8 @@ class TextNode(Node):
         (their text is read on first use), checking each column once: path and root
         strings (each distinct root resolved once), ``edited`` a bool, line numbers and
         ``max_bytes`` ints or None (``max_bytes`` None: the default; a media type None:
-        guessed from the path), the stat key None or 3 ints, the placeholder, notice and
+        guessed from the path), the stat key None or 3 ints (an mtime and a size a file can
+        have, then its identity), the placeholder, notice and
         redaction note strings or None, line, char and byte counts ints >= 0, the digest
         32 hex digits (that of no text when no lines are shown).
 
@@ -754,7 +778,9 @@ class TextNode(Node):
         for key in ("media_type", "placeholder", "notice", "redacted"):
             check_column(get(key), key, _str_or_none, rule="a string or None")
         check_column(get("edited"), "edited", _is_bool, rule="a bool")
-        check_column(get("stat"), "stat", _stat_value, rule="a list of 3 ints or None")
+        check_column(
+            get("stat"), "stat", _stat_value, rule="a file's mtime, size and identity or None"
+        )
         for key in ("lines", "chars", "bytes"):
             check_column(get(key), key, _count, rule="an int >= 0")
         digests = [_digest_value(value) for value in get("digest")]
@@ -781,7 +807,7 @@ class TextNode(Node):
             node.media_type = media or guess(node.path)[0] or "text/plain"
             node.max_bytes = DEFAULT_MAX_BYTES if most is None else most
             node.include_secrets, node.edited = bool(secrets), edited
-            node._stat = None if stat is None else (stat[0], stat[1], stat[2])
+            node._stat = None if stat is None else pack_stat(*stat)
             node.placeholder, node.notice, node.redacted = placeholder, notice, redacted
             node._n, node.total_bytes, node._chars, node._stale = n, size, chars, False
             if n == 0:  # nothing shown: nothing to read
@@ -852,9 +878,13 @@ def _count(value: Any) -> bool:
 
 
 def _stat_value(value: Any) -> bool:
-    return value is None or (
-        type(value) is list and len(value) == 3 and all(type(v) is int for v in value)
-    )
+    if value is None:
+        return True
+    if not (type(value) is list and len(value) == 3 and all(type(v) is int for v in value)):
+        return False
+    mtime: int = value[0]
+    size: int = value[1]
+    return 0 <= size <= _SIZE_MASK and -_MTIME_OFFSET <= mtime < _MTIME_OFFSET
 
 
 def _digest_value(value: Any) -> bytes | None:
