@@ -87,7 +87,7 @@ class Layout:
                     stack.extend((kid, index) for kid in reversed(kids))
         self.nodes, self.ref, self.end, self.parent = nodes, ref, end, parent
         self.requested, self.first, self.refs = requested, first, refs
-        self.level = bytearray(len(nodes))
+        self.level = array("H", bytes(2 * len(nodes)))
 
     def __len__(self) -> int:
         return len(self.nodes)

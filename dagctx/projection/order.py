@@ -15,7 +15,7 @@ moving nothing. When a gap fills up, the slots are laid out again in the same or
 (:meth:`DegradeOrder.relayout`). A key in a block that has no slots yet opens it in the
 gap of the block before it.
 
-Keys are one int each: ``(priority << 8 | level) << 80 | recency << 16 | height``, where
+Keys are one int each: ``(priority << 16 | level) << 80 | recency << 16 | height``, where
 height counts how far up a key was inherited (a container after the child whose key it
 took); ``key >> 80`` names the block.
 """
@@ -31,7 +31,7 @@ from dagctx.projection.layout import Layout
 SEQ_SHIFT = 16
 PRIO_SHIFT = 80
 HEIGHT = (1 << SEQ_SHIFT) - 1
-LEVEL_BITS = 8
+LEVEL_BITS = 16
 MAX_SHIFT = 256  # entries an insertion may move one slot on
 HOLE_EVERY = 32  # a block is laid out with a hole after every this many entries
 

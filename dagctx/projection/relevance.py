@@ -27,8 +27,8 @@ A text file's score has two parts:
   most one directory deep, then files of at most :data:`SMALL_LINES` lines.
 
 The *level* of a file is ``bucket × TIERS + tier``, the bucket made of ``lexical +
-GRAPH_WEIGHT × graph + RECENT_WEIGHT × recent`` (0 for none, else 1..8, in steps of 1/16,
-every score from 0.44 up in the top one); a
+GRAPH_WEIGHT × graph + RECENT_WEIGHT × recent`` (0 for none, else 1..24, in steps of
+1/16, so the sum's whole range has steps: it reaches 1.55); a
 container's is its best child's, so a directory holding a relevant file stays open;
 other nodes are at level 0. The degrade order sorts by priority, then
 level, then recency (the node's ``seq``): explicit priorities win, and among nodes of one
@@ -72,13 +72,12 @@ SYMBOL_WEIGHT = 2
 SMALL_LINES = 400
 TIERS = 20
 BUCKET_STEPS = 16  # buckets per unit of combined score
-BUCKETS = 8  # combined scores from 7/16 up share the top bucket
+BUCKETS = 24  # buckets 1..24 cover combined scores 0..1.55 (a step each 1/16)
 RELATED_BUCKET = 2  # files below this bucket are unrelated to the focus (left out first)
 GRAPH_WEIGHT = 0.25  # how much the reference graph counts beside the lexical match
 RECENT_WEIGHT = 0.3  # how much recent attention counts
 SEED_FILES = 16  # the best lexical matches seed the PageRank
 ATTENTION_FILES = 8  # the most recently changed or opened files seed it too
-KEPT_POSTINGS = 256  # content terms whose postings the index keeps (Bm25Index.holding)
 
 _SYMBOL = re.compile(
     r"^[ \t]*(?:export[ \t]+)?(?:pub(?:\(\w+\))?[ \t]+)?(?:async[ \t]+)?"
@@ -162,13 +161,7 @@ def document_terms(node: TextNode) -> Counter[str]:
 
 class Bm25Index:
     """BM25 statistics of the text files (content and path apart), updated one file at
-    a time.
-
-    The files holding a content term (its postings) are gathered the first time a query
-    asks for that term, by one pass over the files, and kept up to date from then on:
-    a focus asks for a few terms, so building the index does not pay for the postings
-    of every term of every file. At most :data:`KEPT_POSTINGS` terms are kept so.
-    """
+    a time."""
 
     __slots__ = ("docs", "kind", "norm", "path_of", "path_postings", "postings")
 
@@ -177,7 +170,6 @@ class Bm25Index:
         self.docs: dict[str, tuple[int, Counter[str], int, frozenset[str]]] = {}
         self.norm: dict[str, float] = {}  # node id → its length normalization
         self.kind: dict[str, int] = {}  # node id → its file kind
-        #: content term → the files holding it, for the terms a query asked for
         self.postings: dict[str, set[str]] = {}
         self.path_postings: dict[str, set[str]] = {}
         self.path_of: dict[str, str] = {}
@@ -195,9 +187,8 @@ class Bm25Index:
         self.norm[node.id] = K1 * (1 - B + B * length / AVERAGE_LENGTH)
         self.kind[node.id] = file_kind(node.path)
         self.path_of[node.id] = node.path
-        for term, ids in self.postings.items():
-            if term in counts:
-                ids.add(node.id)
+        for term in counts:
+            self.postings.setdefault(term, set()).add(node.id)
         for term in in_path:
             self.path_postings.setdefault(term, set()).add(node.id)
 
@@ -207,31 +198,22 @@ class Bm25Index:
         if old is None:
             return
         del self.path_of[node_id], self.norm[node_id], self.kind[node_id]
-        for term, ids in self.postings.items():
-            if term in old[1]:
+        for postings, found in ((self.postings, old[1]), (self.path_postings, old[3])):
+            for term in found:
+                ids = postings[term]
                 ids.discard(node_id)
-        for term in old[3]:
-            ids = self.path_postings[term]
-            ids.discard(node_id)
-            if not ids:
-                del self.path_postings[term]
-
-    def holding(self, term: str) -> set[str]:
-        """The files whose content holds ``term`` (gathered on the first ask)."""
-        ids = self.postings.get(term)
-        if ids is None:
-            if len(self.postings) >= KEPT_POSTINGS:  # gathered again when asked again
-                self.postings.clear()
-            ids = self.postings[term] = {nid for nid, doc in self.docs.items() if term in doc[1]}
-        return ids
+                if not ids:
+                    del postings[term]
 
     def weights(self, query: Iterable[str]) -> dict[str, tuple[float, float]]:
         """Each distinct term of ``query`` → (its inverse document frequency among the
-        files' content, among their paths), times its count in the query."""
+        files' content, among their paths), times its count in the query; 0 where no
+        file holds the term (in content, in a path), so a focus word the tree does not
+        have adds nothing to the most a file can score (:meth:`score`)."""
         n = len(self.docs)
         return {
             term: (
-                qtf * _idf(n, len(self.holding(term))),
+                qtf * _idf(n, len(self.postings.get(term, ()))),
                 qtf * _idf(n, len(self.path_postings.get(term, ()))),
             )
             for term, qtf in Counter(query).items()
@@ -293,13 +275,15 @@ class Bm25Index:
         """Ids of the files whose content or path holds a term of ``query``."""
         out: set[str] = set()
         for term in set(query):
-            out.update(self.holding(term))
+            out.update(self.postings.get(term, ()))
             out.update(self.path_postings.get(term, ()))
         return out
 
 
 def _idf(n: int, df: int) -> float:
-    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+    """BM25's inverse document frequency of a term held by ``df`` of ``n`` files; 0 for a
+    term no file holds (it can match nothing, so it weighs nothing)."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else 0.0
 
 
 class Relevance:
@@ -339,9 +323,7 @@ class Relevance:
         self._ranked: list[tuple[float, str]] | None = None
         self._weights: dict[str, tuple[float, float]] = {}  # the query's, at the last scoring
         self._rescored_all = True  # whether the last scoring scored every file
-        # node id → version * TIERS + tier: an int below 256 (no object of its own) while
-        # the version is below 12, where a (version, tier) tuple costs 64 bytes per file
-        self._tiers: dict[str, int] = {}
+        self._tiers: dict[str, tuple[int, int]] = {}  # node id → (version, tier)
         self._inherited = bytearray()  # per entry: 1 where the level is a child's
         self._carrier = -1  # seq of the node that set the focus in effect
 
@@ -483,10 +465,12 @@ class Relevance:
         if not isinstance(node, TextNode):
             return 0
         nid = node.id
-        version, t = divmod(self._tiers.get(nid, -1), TIERS)
-        if version != node.version:
+        cached = self._tiers.get(nid)
+        if cached is not None and cached[0] == node.version:
+            t = cached[1]
+        else:
             t = tier(node.path, node.cuttable_lines())
-            self._tiers[nid] = node.version * TIERS + t
+            self._tiers[nid] = (node.version, t)
         combined = (
             self._lexical.get(nid, 0.0)
             + GRAPH_WEIGHT * self._graph.get(nid, 0.0)
@@ -602,7 +586,7 @@ class Relevance:
         leveled now, made when called (the levels are copied; the score parts are never
         changed in place)."""
         nodes, ref = layout.nodes, layout.ref
-        level, inherited = bytes(layout.level), bytes(self._inherited)
+        level, inherited = layout.level.tolist(), bytes(self._inherited)
         lexical, graph, recent = self._lexical, self._graph, self._recent
 
         def scores() -> dict[str, Score]:
