@@ -7,10 +7,12 @@ call and its output in the conversation), user and assistant messages, focus cha
 one budget change (32k → 24k at the half). Every turn's request
 (``to_messages(provider=...)``) is fed to a simulation of each provider's published rules:
 
-- Anthropic: explicit ``cache_control`` breakpoints; a breakpoint's prefix is written to
-  the cache (1.25× input price) and read by a later request with the same prefix at a
-  breakpoint (0.1×) within the 5-minute TTL (refreshed by a read); prefixes under 1,024
-  tokens are not cached.
+- Anthropic: explicit ``cache_control`` breakpoints (at most 4); each breakpoint's
+  prefix is written to the cache (1.25× input price). A breakpoint reads (0.1×) the
+  longest prefix an earlier request wrote that ends at a block boundary of this request
+  within the :data:`LOOKBACK` blocks before it (the breakpoint's own included), if it
+  was written or read within the 5-minute TTL (a read refreshes it); prefixes under
+  1,024 tokens are not cached.
 - OpenAI: automatic prefix caching: the longest prefix shared with an earlier prompt
   (within the retention), in 128-token steps from 1,024 tokens, is read at 0.5×.
 
@@ -57,6 +59,7 @@ from dagctx.watch.scan import scan_tree
 
 TURN_SECONDS = 30.0
 ANTHROPIC_TTL = 300.0
+LOOKBACK = 20  # blocks before an Anthropic breakpoint whose boundaries are checked for a hit
 OPENAI_RETENTION = 600.0
 MIN_CACHED = 1024
 OPENAI_STEP = 128
@@ -96,21 +99,30 @@ class Anthropic:
     entries: dict[str, float] = field(default_factory=dict)
     system: int = field(default_factory=lambda: tokens(CONTEXT_INSTRUCTIONS))
 
-    def request(self, text: str, ends: list[int], now: float) -> None:
-        total = self.system + tokens(text)
-        marks = [(e, self.system + tokens(text[:e])) for e in ends]
-        read = 0
-        for end, size in marks:
-            key = hashlib.sha256(text[:end].encode()).hexdigest()
-            alive = now - self.entries.get(key, -1e9) <= ANTHROPIC_TTL
-            if alive and size >= MIN_CACHED:
-                read = max(read, size)
-        last = marks[-1][1] if marks else 0
+    def request(self, blocks: list[str], marked: set[int], now: float) -> None:
+        """One request of content ``blocks``, those at the indices ``marked`` carrying a
+        breakpoint (module docstring)."""
+        keys, sizes = [], []  # per block: the key and tokens of the prefix ending there
+        digest, size = hashlib.sha256(), self.system
+        for block in blocks:
+            digest.update(block.encode())
+            size += tokens(block)
+            keys.append(digest.hexdigest())
+            sizes.append(size)
+        read, hit = 0, None
+        for j in marked:
+            for i in range(j, max(-1, j - LOOKBACK - 1), -1):
+                alive = now - self.entries.get(keys[i], -1e9) <= ANTHROPIC_TTL
+                if alive and sizes[i] >= MIN_CACHED and sizes[i] > read:
+                    read, hit = sizes[i], keys[i]
+        last = max((sizes[j] for j in marked), default=0)
         written = max(0, last - read) if last >= MIN_CACHED else 0
-        for end, size in marks:
-            if size >= MIN_CACHED:
-                self.entries[hashlib.sha256(text[:end].encode()).hexdigest()] = now
-        self.tally.prompt += total
+        if hit is not None:
+            self.entries[hit] = now
+        for j in marked:
+            if sizes[j] >= MIN_CACHED:
+                self.entries[keys[j]] = now
+        self.tally.prompt += self.system + tokens("".join(blocks))
         self.tally.read += read
         self.tally.written += written
 
@@ -178,7 +190,7 @@ def run(layout: str, turns: int, work: Path) -> Outcome:
     anthropic, openai = Anthropic(), OpenAI()
     shown: list[list[tuple[str, int]]] = []
     worst = 0.0
-    history = ""
+    history: list[str] = []
     with _layout(layout), Session(repo.root, budget=32_000) as s:
         scan_tree(s, ".")
         s.topic("work")
@@ -217,22 +229,15 @@ def run(layout: str, turns: int, work: Path) -> Outcome:
             shown.append(sorted((x.node_id, int(x.rendered_state)) for x in p.sections))
             now = turn * TURN_SECONDS
             if layout == "append-only history":
-                before = len(history)
-                history = p.text if not history else history + "".join(delta)
-                # the turn is appended as a new block: the last turn's end is a boundary
-                anthropic.request(
-                    history, [before, len(history)] if before else [len(history)], now
-                )
-                openai.request(history, now)
+                # each turn is appended as a new block, with a breakpoint on the last
+                history.append(p.text if not history else "".join(delta))
+                anthropic.request(history, {len(history) - 1}, now)
+                openai.request("".join(history), now)
                 continue
             request = p.to_messages(provider="anthropic")["messages"]
             content = request[0]["content"] if request else []
-            ends, offset = [], 0
-            for block in content:
-                offset += len(block["text"])
-                if "cache_control" in block:
-                    ends.append(offset)
-            anthropic.request(p.text, ends, now)
+            marked = {k for k, block in enumerate(content) if "cache_control" in block}
+            anthropic.request([block["text"] for block in content], marked, now)
             openai.request(p.text, now)
     return Outcome(layout, anthropic.tally, openai.tally, worst, shown)
 

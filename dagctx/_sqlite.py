@@ -18,7 +18,9 @@ store; several of them may share one file) is opened and prepared here, with one
 - **Schema versions**: ``dagctx_meta(key, value)`` holds one row ``<component>_schema``
   per component using the file (``session_schema``, ``checkpoint_schema``,
   ``coordination_schema``). A file whose row names another version is refused, naming
-  both versions, and nothing is written.
+  both versions, and nothing is written; except an earlier version the layout
+  ``upgrades``: such a file is used as it is, and :func:`install` (the first write)
+  adds the tables it lacks and records the layout's version.
 
 A component describes its tables in a :class:`Layout`; :func:`open_store` gives a
 prepared connection, and :func:`connect`, :func:`check`, :func:`make_durable`,
@@ -52,6 +54,8 @@ class Layout:
     ``adopts``: the tables of a file written by an earlier dagctx that marked this
     component's version with ``PRAGMA user_version`` instead of ``dagctx_meta``; a file
     holding only these tables, at that version, is this component's (not foreign).
+    ``upgrades``: earlier versions whose files this layout reads as they are (its
+    tables are theirs plus new ones) and upgrades at the first write.
     """
 
     component: str
@@ -61,11 +65,17 @@ class Layout:
     elsewhere: str
     error: Callable[..., Exception]
     adopts: frozenset[str] = field(default_factory=frozenset)
+    upgrades: frozenset[int] = field(default_factory=frozenset)
 
     @property
     def key(self) -> str:
         """The component's row in ``dagctx_meta``."""
         return f"{self.component}_schema"
+
+    @property
+    def readable(self) -> frozenset[str]:
+        """The versions (as ``dagctx_meta`` records them) of the files this layout uses."""
+        return frozenset(map(str, {self.version, *self.upgrades}))
 
 
 def connect(
@@ -131,7 +141,7 @@ def check(conn: sqlite3.Connection, layout: Layout, where: str) -> None:
             value=sorted(tables),
         )
     found = stored_version(conn, layout)
-    if found is not None and found != str(layout.version):
+    if found is not None and found not in layout.readable:
         raise schema_mismatch(layout, where, found)
 
 
@@ -162,13 +172,13 @@ def make_durable(conn: sqlite3.Connection) -> None:
 
 
 def install(conn: sqlite3.Connection, layout: Layout) -> None:
-    """Create the component's tables and record its version (run inside a transaction,
-    after :func:`check`)."""
+    """Create the component's tables (those an upgraded file lacks) and record its
+    version (run inside a transaction, after :func:`check`)."""
     conn.execute(_META)
     for statement in filter(str.strip, layout.tables.split(";")):
         conn.execute(statement)
     conn.execute(
-        "INSERT OR IGNORE INTO dagctx_meta (key, value) VALUES (?, ?)",
+        "INSERT OR REPLACE INTO dagctx_meta (key, value) VALUES (?, ?)",
         (layout.key, str(layout.version)),
     )
 

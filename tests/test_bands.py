@@ -15,6 +15,7 @@ from dagctx import Session
 from dagctx.nodes.base import Trace
 from dagctx.projection import Projection, SectionCache, build_projection
 from dagctx.projection.bands import (
+    CHANGED,
     CONVERSATION,
     HELD_STEPS,
     STABLE,
@@ -65,10 +66,42 @@ class TestLayout:
                 after = s.tick().projection
                 start = after.text.index(f"(#{files[2].id})")
                 start = after.text.rindex("###", 0, start)
-                assert before.text[:start] == after.text[:start]
-                assert after.stable_prefix_tokens == sum(x.tokens for x in after.sections[:2])
+                place = order(after).index(files[2].id)
+                if k == 0:  # its first change moves it to the changed band, after f5:
+                    # the text before the place it left stays
+                    assert order(after)[:6] == [files[i].id for i in (0, 1, 3, 4, 5, 2)]
+                    left = before.text.rindex("###", 0, before.text.index(f"(#{files[2].id})"))
+                    assert before.text[:left] == after.text[:left]
+                    assert after.stable_prefix_tokens == sum(x.tokens for x in after.sections[:2])
+                else:  # and stays there: the text before it stays
+                    assert place == 5 and band_of(files[2]) == CHANGED
+                    assert before.text[:start] == after.text[:start]
+                    assert after.stable_prefix_tokens == sum(
+                        x.tokens for x in after.sections[:place]
+                    )
                 assert after.prefix_break == f"#{files[2].id} ({files[2].label()})"
                 before = after
+
+    def test_a_changed_file_moves_once_and_stays(self, tmp_path: Path) -> None:
+        for i in range(4):
+            write(tmp_path, f"f{i}.py", f"def f{i}():\n    return {i}\n")
+        with Session(tmp_path, budget=50_000) as s:
+            files = [s.text(f"f{i}.py") for i in range(4)]
+            s.topic("work")
+            s.checkpoint("before")
+            s.tick()
+            write(tmp_path, "f1.py", "v = 1\n")
+            moved = order(s.tick().projection)[:4]
+            assert moved == [files[i].id for i in (0, 2, 3, 1)]
+            for turn in range(3):  # no more changes: it stays where it went
+                s.message("user", f"turn {turn}")
+                assert order(s.tick().projection)[:4] == moved
+            s.restore("before")  # restores structure and states, not content: it stays
+            assert band_of(files[1]) == CHANGED
+            assert order(s.tick().projection)[:4] == moved
+            with Session.load(s.save()) as loaded:  # saved with the node
+                assert band_of(loaded.graph.get(files[1].id)) == CHANGED
+                assert band_of(loaded.graph.get(files[0].id)) == STABLE
 
     def test_a_new_message_keeps_the_whole_workspace_cached(self, tmp_path: Path) -> None:
         for i in range(3):

@@ -124,7 +124,7 @@ class TestNothingLeavesTheRoot:
             saved = s.save()
         target = path.format(outside=tmp_path / "secret.txt")
         conn = sqlite3.connect(saved)
-        conn.execute("UPDATE session_nodes SET data = json_set(data, '$.data.path', ?)", (target,))
+        conn.execute("UPDATE session_columns SET data = json_set(data, '$.path[0]', ?)", (target,))
         conn.commit()
         conn.close()
         with Session.load(saved) as loaded:
@@ -141,7 +141,7 @@ class TestNothingLeavesTheRoot:
             saved = s.save()
         conn = sqlite3.connect(saved)
         conn.execute(
-            "UPDATE session_nodes SET data = json_set(data, '$.data.root', ?, '$.data.path',"
+            "UPDATE session_columns SET data = json_set(data, '$.root[0]', ?, '$.path[0]',"
             " 'secret.txt')",
             (str(tmp_path),),
         )

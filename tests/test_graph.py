@@ -7,6 +7,7 @@ plain reference model over random operation sequences.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 
 import pytest
@@ -100,6 +101,34 @@ class TestStructure:
         assert g.parents(bottom) == [right]
         g.remove(top)
         assert g.roots() == [right]
+
+    def test_roots_keep_their_order_when_many_stop_being_roots(self) -> None:
+        # every node of a scan is a root until it is linked: the roots' table shrinks
+        # back to the size of the roots left, which keep their order
+        g = ContextGraph()
+        top = g.add(Probe())
+        nodes = [g.add(Probe()) for _ in range(500)]
+        kept = nodes[100:500:50]
+        g.extend(top, [n for n in nodes[:250] if n not in kept])
+        for node in nodes[250:]:
+            if node not in kept:
+                g.link(top, node)
+        g.remove(nodes[0])
+        assert g.roots() == [top, *kept]
+        assert sys.getsizeof(g._roots) <= sys.getsizeof(dict.fromkeys(range(64)))
+        g.unlink(top, nodes[1])
+        assert g.roots() == [top, *kept, nodes[1]]
+
+    def test_children_of_one_parent_share_its_parents_row_until_one_changes(self) -> None:
+        g = ContextGraph()
+        p, q, a, b, c = (g.add(Probe()) for _ in range(5))
+        g.extend(p, [a, b])
+        g.link(p, c, index=0)
+        assert g._adj.pred[a.id] is g._adj.pred[b.id] is g._adj.pred[c.id]
+        g.link(q, b)
+        g.unlink(p, c)
+        assert (g.parents(a), g.parents(b), g.parents(c)) == ([p], [p, q], [])
+        assert g.roots() == [p, q, c]
 
 
 class TestBadInput:

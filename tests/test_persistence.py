@@ -264,6 +264,9 @@ class TestNodeTypes:
         assert expected - {"text", "group"} <= used  # text and group: TestRoundTrip
 
 
+LAST = "(SELECT MAX(ref) FROM session_nodes)"  # a group (text nodes are saved as columns)
+
+
 def tamper(path: Path, *statements: str) -> None:
     conn = sqlite3.connect(path)
     try:
@@ -326,14 +329,19 @@ class TestBadFiles:
     @pytest.mark.parametrize(
         ("statement", "message"),
         [
-            ("UPDATE session_nodes SET data = '{broken' WHERE ref = 0", "not valid JSON"),
-            ("UPDATE session_nodes SET data = '[1, 2]' WHERE ref = 0", "node data must be a dict"),
+            (f"UPDATE session_nodes SET data = '{{broken' WHERE ref = {LAST}", "not valid JSON"),
             (
-                "UPDATE session_nodes SET data = json_set(data, '$.type', 'nope') WHERE ref = 0",
+                f"UPDATE session_nodes SET data = '[1, 2]' WHERE ref = {LAST}",
+                "node data must be a dict",
+            ),
+            (
+                "UPDATE session_nodes SET data = json_set(data, '$.type', 'nope')"
+                f" WHERE ref = {LAST}",
                 "unknown node type 'nope'",
             ),
             (
-                "UPDATE session_nodes SET data = json_set(data, '$.id', 'group_1') WHERE ref = 0",
+                "UPDATE session_nodes SET data = json_set(data, '$.id', 'group_1')"
+                f" WHERE ref = {LAST}",
                 "duplicate node id 'group_1'",
             ),
             (

@@ -77,6 +77,25 @@ class TestAnthropic:
         call, result = text.index('{"path": "a.py"}'), text.index("def a(): return 1")
         assert call < result
 
+    def test_an_appended_message_keeps_the_blocks_before_it(self, tmp_path: Path) -> None:
+        # Anthropic reads a prefix cached at a block boundary before a breakpoint: each
+        # message is a block, so last turn's conversation is still one such prefix
+        (tmp_path / "a.py").write_text("def a():\n    return 1\n")
+        with Session(tmp_path, budget=20_000) as s:
+            s.text("a.py")
+            s.topic("work")
+            s.message("user", "hello")
+            s.tick()
+            s.message("assistant", "hi")
+            before = s.tick().projection.to_messages(provider="anthropic")
+            s.message("user", "and then?")
+            after = s.tick().projection.to_messages(provider="anthropic")
+        kept = before["messages"][0]["content"][:-1]  # all but the changes since last turn
+        texts = [block["text"] for block in after["messages"][0]["content"]]
+        assert len(kept) >= 3 and texts[: len(kept)] == [block["text"] for block in kept]
+        assert "cache_control" in kept[-1]  # where last turn's conversation ended
+        assert texts[len(kept)].startswith("**user**")  # the new message: a block of its own
+
     def test_the_checker_refuses_a_wrong_breakpoint(self, projection: Projection) -> None:
         params = projection.to_messages(provider="anthropic")
         params["messages"][0]["content"][-1]["cache_control"] = {"type": "forever"}

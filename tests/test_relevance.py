@@ -237,6 +237,19 @@ class TestRanking:
         assert file_kind("web/app.test.ts") == file_kind("tests/x.py")
         assert tier("app.py", 10) > tier("a/b/app.py", 10) > tier("a/b/app.py", 10_000)
 
+    def test_a_files_tier_follows_its_edits(self, tmp_path: Path) -> None:
+        (tmp_path / "app.py").write_text("x = 1\n")
+        with Session(tmp_path, budget=100_000) as s:
+            node = s.text("app.py")
+            scores = s.tick().projection.scores
+            assert scores[node.id].tier == tier("app.py", 1)
+            for version in range(1, 30):  # each edit is a new version; the tier follows
+                lines = 10_000 if version % 2 else 1
+                (tmp_path / "app.py").write_text("x = 1\n" * lines)
+                s.file_changed("app.py")
+                assert s.tick().projection.scores[node.id].tier == tier("app.py", lines)
+            assert node.version > 20
+
     def test_bm25_index_updates_one_file_at_a_time(self, repo: Path) -> None:
         with Session(repo) as s:
             node = s.text("pkg/render.py")
@@ -642,6 +655,60 @@ class TestFocusChangeCost:
                 for nid in index.docs
             }
             assert index.score_all(weights) == {n: v for n, v in every.items() if v > 0}
+
+
+class _Doc:
+    """What :class:`Bm25Index` reads of a text node."""
+
+    def __init__(self, nid: str, version: int, path: str, content: str) -> None:
+        self.id, self.version, self.path, self.content = nid, version, path, content
+
+
+_VOCAB = ("restore", "checkpoint", "net", "render_cache", "CacheStore", "x")
+
+
+class TestBm25Postings:
+    @settings(max_examples=100, deadline=None)
+    @given(
+        ops=st.lists(
+            st.tuples(
+                st.sampled_from(["update", "remove", "ask"]),
+                st.integers(0, 5),
+                st.lists(st.sampled_from(_VOCAB), max_size=6),
+            ),
+            max_size=30,
+        ),
+        kept=st.sampled_from([1, 2, 256]),
+    )
+    def test_postings_gathered_when_asked_stay_those_of_a_fresh_index(
+        self, ops: list[tuple[str, int, list[str]]], kept: int
+    ) -> None:
+        """Postings are gathered on a query's first ask and kept up to date under updates
+        and removals: the weights and scores equal those of an index built afresh."""
+        from unittest import mock
+
+        from dagctx.projection import relevance
+
+        index = Bm25Index()
+        held: dict[str, _Doc] = {}
+        with mock.patch.object(relevance, "KEPT_POSTINGS", kept):
+            for step, (op, k, words) in enumerate(ops):
+                nid = f"text_{k}"
+                if op == "update":
+                    held[nid] = _Doc(nid, step, f"src/f{k}.py", " ".join(words))
+                    index.update(held[nid])  # type: ignore[arg-type]
+                elif op == "remove":
+                    held.pop(nid, None)
+                    index.remove(nid)
+                fresh = Bm25Index()
+                for doc in held.values():
+                    fresh.update(doc)  # type: ignore[arg-type]
+                query = terms(" ".join(words))
+                weights = index.weights(query)
+                assert weights == fresh.weights(query)
+                assert index.score_all(weights) == fresh.score_all(weights)
+                for term, ids in index.postings.items():
+                    assert ids == {n for n, doc in index.docs.items() if term in doc[1]}
 
 
 class TestDegradeOrder:

@@ -196,12 +196,12 @@ class TestSafety:
         _save_cold(tree)
         db = tree / ".dagctx" / "session.db"
         with sqlite3.connect(db) as con:
-            ref, data = con.execute(
-                "SELECT ref, data FROM session_nodes WHERE data LIKE '%\"snapshot\"%' LIMIT 1"
-            ).fetchone()
+            (data,) = con.execute("SELECT data FROM session_columns WHERE type = 'text'").fetchone()
             raw = json.loads(data)
-            raw["snapshot"]["lines"] = "many"
-            con.execute("UPDATE session_nodes SET data = ? WHERE ref = ?", (json.dumps(raw), ref))
+            raw["lines"][0] = "many"
+            con.execute(
+                "UPDATE session_columns SET data = ? WHERE type = 'text'", (json.dumps(raw),)
+            )
         from dagctx.errors import CheckpointError
 
         with pytest.raises(CheckpointError, match="lines"):
@@ -334,12 +334,12 @@ class TestTamperedSnapshots:
         db = root / ".dagctx" / "session.db"
         shutil.copy(tmp_path / "good.db", db)
         with sqlite3.connect(db) as con:
-            ref, data = con.execute(
-                "SELECT ref, data FROM session_nodes WHERE data LIKE '%\"snapshot\"%' LIMIT 1"
-            ).fetchone()
+            (data,) = con.execute("SELECT data FROM session_columns WHERE type = 'text'").fetchone()
             raw = json.loads(data)
-            raw["snapshot"][key] = value
-            con.execute("UPDATE session_nodes SET data = ? WHERE ref = ?", (json.dumps(raw), ref))
+            raw[key][0] = value
+            con.execute(
+                "UPDATE session_columns SET data = ? WHERE type = 'text'", (json.dumps(raw),)
+            )
         try:
             session = Session.load(root=root)
         except CheckpointError:
@@ -365,3 +365,43 @@ class TestMemory:
             snapshot = node.snapshot()
             assert snapshot is not None and len(bytes.fromhex(snapshot["digest"])) == 16
             assert node._digest is None  # one per node would cost memory, not kept
+
+
+class TestLoadCost:
+    def test_the_garbage_collector_does_not_run_while_a_session_loads(self, tmp_path: Path) -> None:
+        import gc
+
+        root = tmp_path / "big"
+        _write_tree(root, files=40)
+        _save_cold(root)
+        runs: list[int] = []
+
+        def count(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                runs.append(info["generation"])
+
+        threshold = gc.get_threshold()
+        gc.set_threshold(50)  # unpaused, a load this size would run it dozens of times
+        gc.callbacks.append(count)
+        try:
+            session = Session.load(root=root)
+        finally:
+            gc.callbacks.remove(count)
+            gc.set_threshold(*threshold)
+        with session:
+            assert len(runs) <= 1, runs  # at most the one its allocations owe when it ends
+            assert gc.isenabled()  # paused for the load only
+            assert len(session.text_nodes("pkg0/mod0.py")) == 1
+
+    def test_a_program_that_disabled_the_collector_finds_it_disabled_after_a_load(
+        self, tree: Path
+    ) -> None:
+        import gc
+
+        _save_cold(tree)
+        gc.disable()
+        try:
+            Session.load(root=tree).close()
+            assert not gc.isenabled()
+        finally:
+            gc.enable()

@@ -44,6 +44,23 @@ class TestVerbs:
         assert g.children == [v]
         assert session.checkpoints() == ["exploration"]
 
+    def test_text_nodes_of_a_path_through_removal_and_restore(self, session: Session) -> None:
+        whole = session.text("src/auth.py")
+        part = session.text("src/auth.py", lines=(1, 2))
+        other = session.text("README.md")
+        assert session.text_nodes("src/auth.py") == [whole, part]
+        session.checkpoint("both")
+        session.remove(whole)
+        assert session.text_nodes("src/auth.py") == [part]
+        session.remove(part)
+        assert session.text_nodes("src/auth.py") == []
+        assert session.text_nodes("README.md") == [other]
+        session.restore("both")
+        assert session.text_nodes("src/auth.py") == [whole, part]
+        session.remove(part)
+        assert session.text_nodes("src/auth.py") == [whole]
+        session.file_changed("src/auth.py")  # found by path: no error, nothing else read
+
     def test_set_budget(self, session: Session) -> None:
         session.set_budget(123)
         assert session.project().budget == 123

@@ -10,6 +10,8 @@ identity changes, not only its mtime and size.
   the root) shows what the symlink leads to, or the outside-the-root placeholder.
 - A file rewritten in place with its size and mtime put back is read again.
 - A markdown document gets the same treatment.
+- The stat key packs mtime, size and identity into one int exactly; each kind of change
+  above changes it.
 """
 
 from __future__ import annotations
@@ -19,9 +21,16 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from dagctx import NodeState, Session
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dagctx import GraphError, NodeState, Session
+from dagctx.nodes.base import Node
+from dagctx.nodes.text import TextNode, pack_stat, unpack_stat
 
 _PR_CAPBSET_DROP = 24
 _CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
@@ -165,3 +174,70 @@ class TestRewrittenInPlace:
             text = s.project().text
             assert "new body" in text and "old body" not in text
             assert "New" in doc.render(NodeState.SUMMARY)
+
+
+class TestStatKey:
+    """The key a text node compares before reading: mtime, size and identity packed into
+    one int, exactly (any field that changes changes the key)."""
+
+    @given(
+        mtime=st.integers(-(2**94), 2**94),
+        size=st.integers(0, 2**63 - 1),
+        identity=st.integers(-(2**600), 2**600),
+    )
+    def test_the_packed_fields_come_back_exactly(
+        self, mtime: int, size: int, identity: int
+    ) -> None:
+        assert unpack_stat(pack_stat(mtime, size, identity)) == (mtime, size, identity)
+
+    def test_fields_a_stat_result_cannot_hold_are_refused(self) -> None:
+        for mtime, size in ((0, -1), (0, 2**64), (2**95, 0), (-(2**95) - 1, 0)):
+            with pytest.raises(ValueError, match="mtime and size"):
+                pack_stat(mtime, size, 0)
+
+    def test_each_kind_of_change_is_seen_by_the_key_alone(self, tmp_path: Path) -> None:
+        # a bare node: no OS notifications, only its stat key says whether to read
+        path = tmp_path / "a.txt"
+        path.write_text("alpha\n")
+        (tmp_path / "twin.txt").write_text("gamma\n")
+        same_size_and_mtime(tmp_path / "twin.txt", path)
+        node = TextNode("a.txt", root=tmp_path)
+        assert not node.changed_on_disk() and not node.recompute()
+        time.sleep(0.05)  # past a coarse filesystem clock's tick: the ctime moves
+        saved = path.stat()
+        path.write_text("omega\n")  # same size, mtime put back: only the ctime differs
+        os.utime(path, ns=(saved.st_atime_ns, saved.st_mtime_ns))
+        assert node.changed_on_disk() and node.recompute() and node.content == "omega"
+        os.chmod(path, 0o600)  # metadata only: read again, the same content
+        assert node.changed_on_disk() and not node.recompute()
+        assert not node.changed_on_disk()
+        os.replace(tmp_path / "twin.txt", path)  # another file, same size and mtime
+        assert node.changed_on_disk() and node.recompute() and node.content == "gamma"
+        path.write_text("a longer text\n")
+        assert node.recompute() and node.content == "a longer text"
+        path.unlink()
+        assert node.recompute() and node.placeholder == "[file deleted]"
+        assert not node.changed_on_disk()
+
+    def test_the_snapshot_keeps_the_three_fields_and_refuses_impossible_ones(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "a.txt"
+        path.write_text("alpha\n")
+        node = TextNode("a.txt", root=tmp_path)
+        snapshot = node.snapshot()
+        assert snapshot is not None
+        st_ = path.stat()
+        mtime, size, _ = snapshot["stat"]
+        assert (mtime, size, snapshot["bytes"]) == (st_.st_mtime_ns, st_.st_size, 6)
+        restored = TextNode.from_snapshot(node.data_dict(), snapshot)
+        assert not restored.changed_on_disk() and restored.content == "alpha"
+        columns = TextNode.to_columns([(node, snapshot)])
+        (again,) = TextNode.from_columns(columns)
+        assert isinstance(again, TextNode) and again.snapshot() == snapshot
+        for bad in ([mtime, -1, 0], [2**95, size, 0], [mtime, 2**64, 0]):
+            data = {**node.to_dict(), "snapshot": {**snapshot, "stat": bad}}
+            with pytest.raises(GraphError, match="stat"):
+                Node.from_dict(data)
+            with pytest.raises(GraphError, match="stat"):
+                TextNode.from_columns({**columns, "stat": [bad]})

@@ -9,7 +9,8 @@ change).
 The rows are lean because a graph of files has one row pair per node: a node without
 children shares one empty tuple, a parent's children are a dict (ordered, O(1) membership
 and removal, whatever the fan-out), and a node's parents are a tuple (most nodes have one
-or two; a new tuple per link or unlink of that node). That is about a third of what a
+or two; a new tuple per link or unlink of that node, except that children whose only
+parent is the same node share one). That is about a third of what a
 networkx ``DiGraph`` spends per node and edge (a dict per node per direction and a dict
 per edge end). networkx stays the engine of graph algorithms: :attr:`~Adjacency.digraph`
 builds a ``DiGraph`` with the same nodes and edges, both orders included, when one is
@@ -109,11 +110,11 @@ class Adjacency:
         kids = self._children[parent]
         if child in kids:
             return
+        self._parents[child] = self._with_parent(child, parent, kids)
         if isinstance(kids, dict):
             kids[child] = None
         else:
             self._children[parent] = {child: None}
-        self._parents[child] += (parent,)
 
     def add_edges(self, edges: Iterable[tuple[str, str]]) -> None:
         """Add edges in the given order (which fixes both children and parents order)."""
@@ -133,15 +134,29 @@ class Adjacency:
         """Make ``child`` the child of ``parent`` at ``position`` among its children
         (``parent`` goes last among the parents of ``child``)."""
         order = list(self._children[parent])
+        self._parents[child] = self._with_parent(child, parent, order)
         order.insert(position, child)
         self._children[parent] = dict.fromkeys(order)
-        self._parents[child] += (parent,)
 
     def clear_children(self, parent: str) -> None:
         """Remove every edge from ``parent`` to its children."""
         for child in self._children[parent]:
             self._drop_parent(child, parent)
         self._children[parent] = _NONE
+
+    def _with_parent(self, child: str, parent: str, kids: Row) -> tuple[str, ...]:
+        """The parents of ``child`` with ``parent`` appended, ``kids`` being the
+        children ``parent`` had before. For a first parent that is the ``(parent,)``
+        tuple of its first child when that child has no other parent: the children of a
+        directory share one tuple instead of one each."""
+        parents = self._parents[child]
+        if parents:
+            return (*parents, parent)
+        if kids:
+            first = self._parents[next(iter(kids))]
+            if first == (parent,):
+                return first
+        return (parent,)
 
     def _drop_parent(self, child: str, parent: str) -> None:
         parents = self._parents[child]

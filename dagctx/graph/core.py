@@ -46,6 +46,7 @@ class ContextGraph:
         self._adj = Adjacency()
         self._nodes: dict[str, Node] = {}
         self._roots: dict[str, None] = {}
+        self._roots_dropped = 0  # roots removed since _roots was last compacted
         self._id_counters: dict[str, int] = {}  # type name → last number new_id gave
         self._checkpoints: dict[str, StructureCheckpoint] = {}
         self._watching: list[StructureCheckpoint] = []  # live checkpoints (copy on write)
@@ -153,7 +154,7 @@ class ContextGraph:
         self._adj.remove_node(node.id)
         self.structure_version += 1
         del self._nodes[node.id]
-        self._roots.pop(node.id, None)
+        self._drop_root(node.id)
         self.scheduled.pop(node.id, None)
         if self.watcher is not None and node.watch_path() is not None:
             self.watcher(node, False)
@@ -166,6 +167,19 @@ class ContextGraph:
         return node
 
     # -- structure --------------------------------------------------------------------
+
+    def _drop_root(self, node_id: str) -> None:
+        """Remove ``node_id`` from the roots if it is one. A dict keeps its table when
+        entries are deleted (every node of a scan is a root until it is linked, so a tree
+        of 10,000 files would keep a 10,000-slot table for its one root): once more roots
+        were removed than are left (and 32), the dict is copied into one of its size
+        (amortized O(1) per removal)."""
+        if self._roots.pop(node_id, 0) is not None:
+            return
+        self._roots_dropped += 1
+        if self._roots_dropped > len(self._roots) + 32:
+            self._roots = dict(self._roots)
+            self._roots_dropped = 0
 
     def roots(self) -> list[Node]:
         """Nodes without parents, in root order."""
@@ -260,7 +274,7 @@ class ContextGraph:
             self._children_changing(p.id)
             adj.insert_child(p.id, c.id, position)
         self.structure_version += 1
-        self._roots.pop(c.id, None)
+        self._drop_root(c.id)
         p.mark_changed(f"linked child {c.id}")
 
     def _position(
@@ -307,7 +321,7 @@ class ContextGraph:
         self._children_changing(p.id)
         for c in kids:
             adj.add_edge(p.id, c.id)
-            self._roots.pop(c.id, None)
+            self._drop_root(c.id)
         self.structure_version += 1
         what = f"child {kids[0].id}" if len(kids) == 1 else f"{len(kids)} children"
         p.mark_changed(f"linked {what}")

@@ -10,6 +10,9 @@ always valid.
 Subclasses set ``type_name`` (which registers them for :meth:`Node.from_dict`), implement
 :meth:`render_state`, :meth:`data_dict` and :meth:`from_data`, and, if their content comes
 from outside, :meth:`recompute` (returning whether the content changed: early cutoff).
+A type whose nodes a session holds by the thousand (file nodes) may also be saved as one
+block of columns (:meth:`Node.to_columns`, :meth:`Node.from_columns`): each field is
+checked once per column, not once per node.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import enum
 import json
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -395,13 +398,101 @@ class Node:
             "data": self.data_dict(),
         }
 
+    #: True for a type whose :meth:`from_data` refuses every value its rendering could
+    #: fail on (so :meth:`from_dict` need not render it at every state to check).
+    data_checked: ClassVar[bool] = False
+    #: The type's own columns in :meth:`to_columns` (the keys of :meth:`data_dict` and of
+    #: :meth:`snapshot`, in that order), for a type whose nodes with a snapshot can be
+    #: saved as one block of columns; empty (the default): saved one by one.
+    column_keys: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def to_columns(cls, saved: Sequence[tuple[Node, dict[str, Any]]]) -> dict[str, list[Any]]:
+        """Nodes of this type with their :meth:`snapshot` as columns: one list per field,
+        the common ones (:data:`COMMON_COLUMNS`, as :meth:`to_dict` writes them) then
+        :attr:`column_keys` (:meth:`data_dict` then the snapshot); :meth:`from_columns`
+        rebuilds them."""
+        columns: dict[str, list[Any]] = {key: [] for key in (*COMMON_COLUMNS, *cls.column_keys)}
+        common = [columns[key] for key in COMMON_COLUMNS]
+        own = [columns[key] for key in cls.column_keys]
+        for node, snapshot in saved:
+            raw = node.to_dict()
+            for column, key in zip(common, COMMON_COLUMNS, strict=True):
+                column.append(raw[key])
+            fields = {**raw["data"], **snapshot}
+            for column, key in zip(own, cls.column_keys, strict=True):
+                column.append(fields[key])
+        return columns
+
+    @classmethod
+    def from_columns(cls, columns: Mapping[str, Any]) -> list[Node]:
+        """Rebuild the nodes :meth:`to_columns` saved, in order, without reading anything
+        (each restored as :meth:`from_snapshot` would): the common fields are checked as
+        :meth:`from_dict` checks them, one column at a time, and a type's own fields by
+        :meth:`_restore_columns`.
+
+        Raises:
+            GraphError: the type saves no columns, a column is missing, is not a list or
+                has another length than the others, or holds a bad value (named).
+        """
+        if not cls.column_keys:
+            raise GraphError(f"{cls.type_name} nodes are not saved as columns", value=cls.type_name)
+        ids = _column(columns, "id", None)
+        count = len(ids)
+        get = {key: _column(columns, key, count) for key in COMMON_COLUMNS[1:]}
+        check_column(ids, "id", lambda v: type(v) is str, rule="a string")
+        check_column(
+            get["version"], "version", lambda v: type(v) is int and v >= 0, rule="an int >= 0"
+        )
+        states = [_STATE_NAMES.get(v) if type(v) is str else None for v in get["state"]]
+        check_column(states, "state", lambda v: v is not None, get["state"], "a state name")
+        modes = get["mode"]
+        check_column(
+            modes, "mode", lambda v: type(v) is str and v in _MODES, rule="running or paused"
+        )
+        frequencies = _frequencies(get["frequency"])
+        check_column(
+            get["priority"], "priority", lambda v: v is None or type(v) is int, rule="an int"
+        )
+        check_column(get["tags"], "tags", _strings, rule="a list of strings")
+        for key in ("created_at", "updated_at"):
+            check_column(get[key], key, _finite, rule="a finite number")
+        nodes: list[Node] = []
+        new = cls.__new__
+        for nid, version, state, mode, frequency, priority, tags, created, updated in zip(
+            ids, get["version"], states, modes, frequencies, get["priority"],
+            get["tags"], get["created_at"], get["updated_at"], strict=True,
+        ):  # fmt: skip
+            node = new(cls)
+            node.id, node.version, node.state, node.mode = nid, version, state, mode
+            node.frequency, node._priority, node._tags = frequency, priority, set(tags) or None
+            node.created_at, node.updated_at = float(created), float(updated)
+            node.graph, node.last_run, node.seq = None, None, 0
+            nodes.append(node)
+        own = {key: _column(columns, key, count) for key in cls.column_keys}
+        cls._restore_columns(nodes, own)
+        return nodes
+
+    @classmethod
+    def _restore_columns(cls, nodes: list[Node], columns: dict[str, list[Any]]) -> None:
+        """Give ``nodes`` (made by :meth:`from_columns`, common fields set) their type's
+        fields from ``columns`` (:attr:`column_keys`, each as long as ``nodes``), checking
+        every value; a type with :attr:`column_keys` overrides it.
+
+        Raises:
+            GraphError: a bad value, named.
+        """
+        raise GraphError(f"{cls.type_name} nodes are not saved as columns", value=cls.type_name)
+
     @staticmethod
     def from_dict(data: dict[str, Any]) -> Node:
         """Rebuild a node from :meth:`to_dict` output, dispatching on its ``type``.
 
         The common fields are checked (id, version, state, mode, frequency, priority,
         tags, times), and the rebuilt node must render at every state and serialize back
-        to JSON, so malformed type data is refused here rather than when it is projected.
+        to JSON (unless its type's :meth:`from_data` checks every field:
+        :attr:`data_checked`), so malformed type data is refused here rather than when
+        it is projected.
         With a ``"snapshot"`` (:meth:`snapshot` output, saved beside the type data) the
         node is rebuilt by :meth:`from_snapshot` instead, which must check the type and
         range of every field it takes (of the data and of the snapshot), so that it
@@ -438,11 +529,94 @@ class Node:
             for name in ("created_at", "updated_at"):
                 at = _checked(data.get(name, getattr(node, name)), int | float, name)
                 setattr(node, name, float(at))
-            if snapshot is None:
+            if snapshot is None and not cls.data_checked:
                 _check_usable(node)
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise GraphError(f"malformed {cls.type_name} node data: {exc!r}", value=data) from exc
         return node
+
+
+COMMON_COLUMNS = (
+    "id", "version", "state", "mode", "frequency", "priority", "tags", "created_at",
+    "updated_at",
+)  # fmt: skip
+"""The columns every type's :meth:`Node.to_columns` starts with (keys of :meth:`Node.to_dict`)."""
+_STATE_NAMES = {state.name: state for state in NodeState}
+_MODES = frozenset({"running", "paused"})
+_MISSING = object()
+
+
+def _column(columns: Mapping[str, Any], key: str, count: int | None) -> list[Any]:
+    """``columns[key]``, a list of ``count`` values (any length when None).
+
+    Raises:
+        GraphError: missing, not a list, or of another length.
+    """
+    column = columns.get(key) if isinstance(columns, Mapping) else None
+    if type(column) is not list or (count is not None and len(column) != count):
+        length = len(column) if type(column) is list else None
+        raise GraphError(
+            f"saved node column {key!r} must be a list of {count} values, got"
+            f" {type(column).__name__} of {length}",
+            value=column,
+        )
+    return column
+
+
+def column_error(key: str, value: Any, rule: str) -> GraphError:
+    """The error for a bad saved value of a node field (what it must be, what it is)."""
+    return GraphError(f"bad saved node field {key!r}: must be {rule}, got {value!r}", value=value)
+
+
+def check_column(
+    column: list[Any],
+    key: str,
+    ok: Callable[[Any], bool],
+    shown: list[Any] | None = None,
+    rule: str = "a valid value",
+) -> None:
+    """Raise :func:`column_error` naming the first value of ``column`` (of field ``key``)
+    that ``ok`` refuses (``shown``: the values as saved, when ``column`` holds them
+    converted); ``rule`` says what a value must be."""
+    if all(map(ok, column)):
+        return
+    at = next(i for i, value in enumerate(column) if not ok(value))
+    raise column_error(key, (column if shown is None else shown)[at], rule)
+
+
+def _strings(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
+def _finite(value: Any) -> bool:
+    return (type(value) is int) or (type(value) is float and math.isfinite(value))
+
+
+def _frequencies(column: list[Any]) -> list[TickFrequency]:
+    """The tick frequencies of a ``frequency`` column (:meth:`TickFrequency.to_dict`
+    values), one object per distinct value.
+
+    Raises:
+        GraphError: a value that is not a frequency.
+    """
+    made: dict[tuple[Any, Any], TickFrequency] = {}
+    out = []
+    for value in column:
+        kind = value.get("kind") if type(value) is dict else _MISSING
+        seconds = value.get("seconds", 0.0) if type(value) is dict else _MISSING
+        key = (kind, seconds)
+        frequency = made.get(key) if type(seconds) in (int, float) and type(kind) is str else None
+        if frequency is None:
+            if kind is _MISSING:
+                raise column_error("frequency", value, "a frequency")
+            try:
+                frequency = TickFrequency.from_dict(value)
+            except NodeFieldError as exc:
+                raise column_error("frequency", value, "a frequency") from exc
+            if type(seconds) in (int, float) and type(kind) is str:
+                made[key] = frequency
+        out.append(frequency)
+    return out
 
 
 def _checked(value: Any, kind: Any, name: str) -> Any:

@@ -38,6 +38,7 @@ class GroupNode(Node):
     type_name: ClassVar[str] = "group"
     default_state: ClassVar[NodeState] = NodeState.SUMMARY
     default_priority: ClassVar[int] = 60
+    data_checked: ClassVar[bool] = True  # from_data takes strings or None only
 
     __slots__ = ("_summary", "notice", "stale", "summarizer", "title")
 
@@ -111,8 +112,18 @@ class GroupNode(Node):
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> GroupNode:
-        group = cls(data.get("title"))
-        group._summary = data.get("summary")
+        """A group of ``data`` (:meth:`data_dict`): its title, summary and notice, each a
+        string or None (a notice of another type is dropped).
+
+        Raises:
+            TypeError: the title or the summary is neither a string nor None.
+        """
+        title, summary = data.get("title"), data.get("summary")
+        for name, value in (("title", title), ("summary", summary)):
+            if value is not None and type(value) is not str:
+                raise TypeError(f"a group's {name} must be a string or None, got {value!r}")
+        group = cls(title)
+        group._summary = summary
         notice = data.get("notice")
         group.notice = notice if isinstance(notice, str) else None
         return group

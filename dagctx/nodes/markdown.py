@@ -261,10 +261,12 @@ class MarkdownNode(TextNode):
         collect(self)
         return out
 
-    def recompute(self, *, changed: bool = False) -> bool:
+    def recompute(self, *, changed: bool = False, edit: bool = True) -> bool:
         """Re-read the file if its stat key changed (or ``changed``: the OS reported a
         change); re-parse it if its content changed, and update only the sections that
-        changed. Return whether anything did."""
+        changed. Return whether anything did. A document is never marked
+        :attr:`~dagctx.nodes.text.TextNode.edited` (``edit`` is not read): its sections are
+        nodes of their own, which keep their band when it changes."""
         if not self._synced:
             return self.sync_sections()
         if not self._reread(changed):

@@ -3,9 +3,10 @@
 The node reads its file when created and again on :meth:`TextNode.recompute`, which
 compares a stat key first (:func:`stat_key`: mtime, size, and the file's identity —
 device, inode, type, permissions, ctime — without following a final symlink, and the
-target's too when it is one) and the content second, so an untouched file costs one
-``lstat``, a file made readable or replaced (by another file or a symlink) is read again,
-and a touched-but-identical file does not bump the version (early cutoff). The
+target's too when it is one, packed exactly into one int) and the content second, so
+an untouched file costs one ``lstat``, a file made readable or replaced (by another file
+or a symlink) is read again, and a touched-but-identical file does not bump the version
+(early cutoff). The
 lines shown are kept as one string (``"\n"``-joined), not a list of lines: a list costs
 more memory than the text it holds.
 Binary, non-UTF-8, unreadable and deleted files render a one-line placeholder instead of
@@ -22,6 +23,13 @@ found in the content (:func:`dagctx._secrets.redact`) are replaced by
 ``[REDACTED <kind>]`` when the file is read, so everything after (outline, token counts,
 the render) sees only the redacted text, and the scan runs once per content read.
 :meth:`TextNode.safety_note` says which it was.
+:attr:`TextNode.edited` turns true the first time a re-read during the session finds the
+content changed, and stays true (a checkpoint restore, which leaves content alone, leaves
+it alone too): the projection shows an edited file in its "changed" band, after the files
+that never changed (:mod:`dagctx.projection.bands`). It is saved with the node (a loaded
+session goes on like the original), and a resume's re-read of the files edited while
+nobody watched does not set it, so a session saved from a cold start and resumed after
+offline edits shows every file where a cold start would.
 SUMMARY shows the file's outline from :func:`dagctx.outline.outline` (definitions with
 signatures, line ranges and docstring first lines; headings; top-level keys), compacted to
 :func:`~dagctx.outline.kinds.outline_chars` for its kind of file (top-level definitions
@@ -66,9 +74,9 @@ from dagctx._lines import split_lines
 from dagctx._plural import counted
 from dagctx._quote import fence, inline
 from dagctx._secrets import describe, redact, secret_file_reason
-from dagctx._validate import is_int
 from dagctx._words import terms, tokenize
-from dagctx.nodes.base import Node, NodeState, TickFrequency
+from dagctx.errors import GraphError
+from dagctx.nodes.base import Node, NodeState, TickFrequency, check_column, column_error
 from dagctx.outline import outline
 from dagctx.outline.cut import Cut, Ladder, partition
 from dagctx.outline.kinds import outline_chars
@@ -86,10 +94,26 @@ _LANGUAGES = {
 }  # fmt: skip
 
 
-#: A file's stat key: (mtime in ns, size, identity); see :func:`stat_key`.
-StatKey = tuple[int, int, int]
+_DATA_KEYS = (
+    "path", "root", "start_line", "end_line", "media_type", "max_bytes", "include_secrets",
+    "edited",
+)  # fmt: skip
+_SNAPSHOT_KEYS = (
+    "stat", "placeholder", "notice", "redacted", "lines", "chars", "bytes", "digest"
+)  # fmt: skip
+"""Keys of :meth:`TextNode.data_dict` and of :meth:`TextNode.snapshot`: its columns."""
+
+
+#: A file's stat key: its mtime in ns, size and identity packed into one int (an int
+#: costs a third of a tuple of three); see :func:`stat_key`.
+StatKey = int
 # (stat key, placeholder, lines, notice, secrets redacted: a describe() phrase or None)
 ReadResult = tuple[StatKey | None, str | None, list[str], str | None, str | None]
+_SIZE_BITS = 64  # st_size is a signed 64-bit off_t: 0 <= size < 2**63
+_MTIME_BITS = 96  # st_mtime_ns is a 64-bit time_t in ns: |mtime| < 2**94
+_MTIME_OFFSET = 1 << (_MTIME_BITS - 1)
+_SIZE_MASK = (1 << _SIZE_BITS) - 1
+_MTIME_MASK = (1 << _MTIME_BITS) - 1
 
 
 def _identity(st: os.stat_result) -> int:
@@ -98,10 +122,28 @@ def _identity(st: os.stat_result) -> int:
     return (((st.st_dev << 64 | st.st_ino) << 32 | st.st_mode) << 64) | st.st_ctime_ns
 
 
+def pack_stat(mtime_ns: int, size: int, identity: int) -> StatKey:
+    """The stat key of (mtime in ns, size, identity), exactly: :func:`unpack_stat` gives
+    them back.
+
+    Raises:
+        ValueError: ``size`` or ``mtime_ns`` is out of the range a stat result can hold.
+    """
+    if not (0 <= size <= _SIZE_MASK and -_MTIME_OFFSET <= mtime_ns < _MTIME_OFFSET):
+        raise ValueError(f"not a file's mtime and size: {mtime_ns!r}, {size!r}")
+    return identity << (_MTIME_BITS + _SIZE_BITS) | (mtime_ns + _MTIME_OFFSET) << _SIZE_BITS | size
+
+
+def unpack_stat(key: StatKey) -> tuple[int, int, int]:
+    """(mtime in ns, size, identity) of a :func:`pack_stat` key."""
+    mtime = (key >> _SIZE_BITS & _MTIME_MASK) - _MTIME_OFFSET
+    return mtime, key & _SIZE_MASK, key >> (_MTIME_BITS + _SIZE_BITS)
+
+
 def stat_key(path: str) -> StatKey | None:
-    """The stat key of ``path``: (mtime, size, identity) of the file it leads to and, for
-    a symlink, the link's own identity too; None when it cannot be stat-ed (missing, a
-    dangling link, a bad name).
+    """The stat key of ``path``: mtime, size and identity of the file it leads to and,
+    for a symlink, the link's own identity too (:func:`pack_stat`); None when it cannot
+    be stat-ed (missing, a dangling link, a bad name).
 
     Equal keys mean the same file with the same metadata: a file replaced (even by a
     symlink to a file of the same size and mtime), made readable or unreadable, or given
@@ -110,11 +152,11 @@ def stat_key(path: str) -> StatKey | None:
     try:
         st = os.lstat(path)
         if not stat.S_ISLNK(st.st_mode):
-            return (st.st_mtime_ns, st.st_size, _identity(st))
+            return pack_stat(st.st_mtime_ns, st.st_size, _identity(st))
         target = os.stat(path)
     except (OSError, ValueError):
         return None
-    return (target.st_mtime_ns, target.st_size, _identity(target) << 256 | _identity(st))
+    return pack_stat(target.st_mtime_ns, target.st_size, _identity(target) << 256 | _identity(st))
 
 
 # path, first line, content digest → outline text; insertion order is recency of use
@@ -149,6 +191,19 @@ def _recent(cache: dict[_K, _V], key: _K, make: Callable[[], _V]) -> _V:
 def _digest(text: str) -> bytes:
     """The digest a node keeps of the text it shows (the cache keys' and the snapshot's)."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _edited(data: dict[str, Any]) -> bool:
+    """The ``edited`` flag of :meth:`TextNode.data_dict` (False when absent: saved before
+    the flag existed).
+
+    Raises:
+        TypeError: it is not a bool.
+    """
+    edited = data.get("edited", False)
+    if not isinstance(edited, bool):
+        raise TypeError(f"edited must be a bool, got {edited!r}")
+    return edited
 
 
 def _optional(value: Any, kind: type, name: str) -> Any:
@@ -195,6 +250,7 @@ class TextNode(Node):
     default_state: ClassVar[NodeState] = NodeState.DETAILS
     default_priority: ClassVar[int] = 40
     default_frequency: ClassVar[TickFrequency] = TickFrequency.turn()
+    column_keys: ClassVar[tuple[str, ...]] = (*_DATA_KEYS, *_SNAPSHOT_KEYS)
 
     __slots__ = (
         "_body",
@@ -203,6 +259,7 @@ class TextNode(Node):
         "_n",
         "_stale",
         "_stat",
+        "edited",
         "end_line",
         "include_secrets",
         "max_bytes",
@@ -260,6 +317,7 @@ class TextNode(Node):
         self.notice: str | None = None
         self._stat: StatKey | None = None
         self.total_bytes = 0
+        self.edited = False  # whether a re-read this session found the content changed
 
     # -- reading ----------------------------------------------------------------------
 
@@ -306,9 +364,7 @@ class TextNode(Node):
             return key, f"[file unreadable: {exc.strerror or exc}]", [], None, None
         except ValueError as exc:  # a NUL byte in the path of a tampered session file
             return None, f"[file unreadable: {exc}]", [], None, None
-        size = st.st_size
-        # the same int object as the stat key's when they agree (one int less per node)
-        self.total_bytes = key[1] if key is not None and key[1] == size else size
+        self.total_bytes = st.st_size
         try:
             with open(fd, "rb") as handle:
                 if self.start_line is not None or self.end_line is not None:
@@ -427,11 +483,14 @@ class TextNode(Node):
         key = self._key()
         return key != self._stat and not (key is None and self.placeholder == "[file deleted]")
 
-    def recompute(self, *, changed: bool = False) -> bool:
+    def recompute(self, *, changed: bool = False, edit: bool = True) -> bool:
         """Re-read the file if its stat key changed, or when ``changed`` says the OS
-        reported a change to it; bump the version only if the shown content differs."""
+        reported a change to it; bump the version only if the shown content differs, and
+        then mark the node :attr:`edited` unless ``edit`` is false (a resume's re-read of
+        what changed while nobody watched)."""
         if not self._reread(changed):
             return False
+        self.edited = self.edited or edit
         self.mark_changed(
             "file deleted" if self.placeholder == "[file deleted]" else "content changed"
         )
@@ -657,7 +716,7 @@ class TextNode(Node):
         if type(self) is not TextNode or self._stale:
             return None
         return {
-            "stat": None if self._stat is None else list(self._stat),
+            "stat": None if self._stat is None else list(unpack_stat(self._stat)),
             "placeholder": self.placeholder,
             "notice": self.notice,
             "redacted": self.redacted,
@@ -672,38 +731,89 @@ class TextNode(Node):
         """A node of ``data`` (:meth:`data_dict`) showing what ``snapshot``
         (:meth:`snapshot`) says was read, without reading the file now: its text is read
         when first used (:meth:`_materialize`). A subclass reads its file (as
-        :meth:`from_data`).
+        :meth:`from_data`). The fields are checked as :meth:`from_columns` checks them
+        (a column of one).
 
         Raises:
-            TypeError, ValueError: a field of ``data`` or ``snapshot`` is malformed.
+            TypeError: a field of ``data`` has the wrong type (KeyError: no ``path``).
+            GraphError: a field of ``snapshot`` is missing or malformed.
         """
         if cls is not TextNode:
             return cls.from_data(data)
         node = cls.__new__(cls)
         Node.__init__(node)
-        node._setup(*_fields(data))
-        stat = snapshot["stat"]
-        if stat is not None:
-            if not (isinstance(stat, list) and len(stat) == 3 and all(map(is_int, stat))):
-                raise TypeError(f"stat must be a list of 3 ints or None, got {stat!r}")
-            stat = (stat[0], stat[1], stat[2])
-        lines, chars, size = snapshot["lines"], snapshot["chars"], snapshot["bytes"]
-        if not all(is_int(count) and count >= 0 for count in (lines, chars, size)):
-            raise ValueError(f"lines, chars and bytes must be ints >= 0, got {snapshot!r}")
-        node._stat = stat
-        node.placeholder = _optional(snapshot["placeholder"], str, "placeholder")
-        node.notice = _optional(snapshot["notice"], str, "notice")
-        node.redacted = _optional(snapshot["redacted"], str, "redacted")
-        node._n, node.total_bytes, node._chars = lines, size, chars
-        node._digest = bytes.fromhex(_optional(snapshot["digest"], str, "digest"))
-        if len(node._digest) != 16:
-            raise ValueError(f"digest must be 16 bytes, got {snapshot['digest']!r}")
-        node._body = "" if lines == 0 else None  # nothing shown: nothing to read
-        if node._body == "":
-            if node._digest != _digest(""):
-                raise ValueError("a snapshot of no lines must have the digest of no text")
-            node._digest = None
+        fields = dict(zip(_DATA_KEYS[:-1], _fields(data), strict=True))
+        if not isinstance(snapshot, dict):
+            raise GraphError(f"a snapshot must be a dict, got {snapshot!r}", value=snapshot)
+        missing = [key for key in _SNAPSHOT_KEYS if key not in snapshot]
+        if missing:
+            raise GraphError(f"the snapshot lacks {missing}", value=snapshot)
+        fields["edited"] = _edited(data)
+        columns = {key: [value] for key, value in {**fields, **snapshot}.items()}
+        cls._restore_columns([node], columns)
         return node
+
+    @classmethod
+    def _restore_columns(cls, nodes: list[Node], columns: dict[str, list[Any]]) -> None:
+        """Set what :meth:`data_dict` and :meth:`snapshot` saved on each of ``nodes``
+        (their text is read on first use), checking each column once: path and root
+        strings (each distinct root resolved once), ``edited`` a bool, line numbers and
+        ``max_bytes`` ints or None (``max_bytes`` None: the default; a media type None:
+        guessed from the path), the stat key None or 3 ints (an mtime and a size a file can
+        have, then its identity), the placeholder, notice and
+        redaction note strings or None, line, char and byte counts ints >= 0, the digest
+        32 hex digits (that of no text when no lines are shown).
+
+        Raises:
+            GraphError: a bad value (named), or ``cls`` is a subclass (whose content has
+                parts of its own: it is never saved as columns).
+        """
+        if cls is not TextNode:
+            raise GraphError(f"{cls.type_name} nodes are not saved as columns", value=cls.type_name)
+        get = columns.__getitem__
+        check_column(get("path"), "path", _is_str, rule="a string")
+        check_column(get("root"), "root", _is_str, rule="a string")
+        for key in ("start_line", "end_line", "max_bytes"):
+            check_column(get(key), key, _int_or_none, rule="an int or None")
+        for key in ("media_type", "placeholder", "notice", "redacted"):
+            check_column(get(key), key, _str_or_none, rule="a string or None")
+        check_column(get("edited"), "edited", _is_bool, rule="a bool")
+        check_column(
+            get("stat"), "stat", _stat_value, rule="a file's mtime, size and identity or None"
+        )
+        for key in ("lines", "chars", "bytes"):
+            check_column(get(key), key, _count, rule="an int >= 0")
+        digests = [_digest_value(value) for value in get("digest")]
+        check_column(digests, "digest", _is_digest, get("digest"), "32 hex digits")
+        empty = _digest("")
+        lines = get("lines")
+        at = next((i for i, n in enumerate(lines) if n == 0 and digests[i] != empty), None)
+        if at is not None:
+            raise column_error("digest", get("digest")[at], "the digest of no text (no lines)")
+        roots = {root: _resolved_root(root) for root in set(get("root"))}
+        guess = mimetypes.guess_type
+        rows = zip(
+            nodes, get("path"), get("root"), get("start_line"), get("end_line"),
+            get("media_type"), get("max_bytes"), get("include_secrets"), get("stat"),
+            get("placeholder"), get("notice"), get("redacted"), lines, get("chars"),
+            get("bytes"), digests, get("edited"), strict=True,
+        )  # fmt: skip
+        for row in rows:
+            node, path, root, start, end, media, most, secrets, stat, *shown = row
+            placeholder, notice, redacted, n, chars, size, digest, edited = shown
+            assert isinstance(node, TextNode)
+            node.root, node.path = roots[root], _posix(path)
+            node.start_line, node.end_line = start, end
+            node.media_type = media or guess(node.path)[0] or "text/plain"
+            node.max_bytes = DEFAULT_MAX_BYTES if most is None else most
+            node.include_secrets, node.edited = bool(secrets), edited
+            node._stat = None if stat is None else pack_stat(*stat)
+            node.placeholder, node.notice, node.redacted = placeholder, notice, redacted
+            node._n, node.total_bytes, node._chars, node._stale = n, size, chars, False
+            if n == 0:  # nothing shown: nothing to read
+                node._body, node._digest = "", None
+            else:
+                node._body, node._digest = None, digest
 
     def _materialize(self) -> str:
         """Read the text of a node restored from a snapshot. When the file no longer
@@ -728,12 +838,13 @@ class TextNode(Node):
             "media_type": self.media_type,
             "max_bytes": self.max_bytes,
             "include_secrets": self.include_secrets,
+            "edited": self.edited,
         }
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> TextNode:
         path, root, start_line, end_line, media_type, max_bytes, secrets = _fields(data)
-        return cls(
+        node = cls(
             path,
             root=root,
             start_line=start_line,
@@ -742,6 +853,52 @@ class TextNode(Node):
             max_bytes=max_bytes,
             include_secrets=secrets,
         )
+        node.edited = _edited(data)
+        return node
+
+
+def _is_str(value: Any) -> bool:
+    return type(value) is str
+
+
+def _is_bool(value: Any) -> bool:
+    return type(value) is bool
+
+
+def _int_or_none(value: Any) -> bool:
+    return value is None or type(value) is int
+
+
+def _str_or_none(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _stat_value(value: Any) -> bool:
+    if value is None:
+        return True
+    if not (type(value) is list and len(value) == 3 and all(type(v) is int for v in value)):
+        return False
+    mtime: int = value[0]
+    size: int = value[1]
+    return 0 <= size <= _SIZE_MASK and -_MTIME_OFFSET <= mtime < _MTIME_OFFSET
+
+
+def _digest_value(value: Any) -> bytes | None:
+    """The digest a snapshot's hex string names, or None when it is not one."""
+    if type(value) is not str or len(value) != 32:
+        return None
+    try:
+        return bytes.fromhex(value)
+    except ValueError:
+        return None
+
+
+def _is_digest(value: bytes | None) -> bool:
+    return value is not None
 
 
 def _fields(

@@ -6,16 +6,37 @@ entry point. Reads the graph and the nodes and counts with :mod:`dagctx.tokens`;
 import the session, the watcher, the stores or anything that does I/O.
 
 Layout by volatility (:mod:`.bands`), so that provider prompt caches keep hitting: the
-text is three bands, each in walk order — *stable* (the workspace: groups, files,
-outlines, tools; an edited file changes in place), *conversation* (topics and messages),
-*volatile* (the session node) — then the changes since last turn and the left-out
-footer. What the allocation decides does not depend on the order, so the budget stays
-exact and the text deterministic. Under pressure the later bands and the changes section
-are given a reservation that grows in steps of 1/32 of the budget
-(:func:`.bands.workspace_room`), so a new message does not move the workspace's
-allocation. :attr:`Projection.stable_prefix_tokens` measures the identical prefix on the
-text (:mod:`.prefix`); :meth:`Projection.to_messages` splits the text at the band ends for
-providers' cache breakpoints (:mod:`.messages`).
+text is four bands, each in walk order — *stable* (the workspace: groups, files,
+outlines, tools), *changed* (files whose content changed during the session),
+*conversation* (topics and messages), *volatile* (the session node) — then the changes
+since last turn and the left-out footer. What the allocation decides does not depend on
+the order, so the budget stays exact and the text deterministic.
+
+Cache policy, each part a function of the graph, the focus and the budget (never of
+earlier turns), so a fresh projector renders the same text and a checkpoint restore with
+no content change in between gives back the saved text:
+
+- *Hysteresis*: a file moves to the changed band at its first content change and stays
+  there (:attr:`~dagctx.nodes.text.TextNode.edited`, untouched by a restore, which does
+  not touch content either); it never moves back, so an agent's working set rewrites
+  the stable band once per file, not once per edit. The flag is saved with the node (a
+  loaded session goes on like the original); a resume does not set it for files edited
+  while nobody watched (those are changes found, not made in the session), so a session
+  saved from a cold start and resumed after offline edits lays out its text as a cold
+  start does.
+- *What stays byte-identical* (SPEC §4.6, as issue 17 refines it): when one node changes
+  and no other node's rendered state does, the text before its section is
+  byte-identical to the previous turn's — except on the one turn a file moves to the
+  changed band, when the text before the place it leaves is.
+- *Reservation*: under pressure the later bands and the changes section get a reservation
+  that grows in steps of 1/32 of the budget (:func:`.bands.workspace_room`), so a new
+  message or an edit of a changed file does not move the workspace's allocation; what
+  the workspace loses to the rounding is at most one step.
+
+:attr:`Projection.stable_prefix_tokens` measures the identical prefix on the text
+(:mod:`.prefix`); :meth:`Projection.to_messages` splits the text into content blocks at
+the band ends and at each conversation section's end, with providers' cache breakpoints
+at the band ends (:mod:`.messages`).
 """
 
 from dagctx.projection.build import build_projection

@@ -11,7 +11,9 @@ list and the tokens before it (the stable prefix).
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from dagctx._quote import inline
 from dagctx.graph import ContextGraph
@@ -193,9 +195,10 @@ class Body:
         self.shown[i] = 0
         self.moved = True
 
-    def ordered(self) -> tuple[list[Section], list[str], list[int]]:
+    def ordered(self) -> tuple[list[Section], list[str], tuple[list[int], list[int]]]:
         """The shown sections and their texts in text order (by band, then walk order),
-        and the offsets where each band ends in their concatenation."""
+        and the offsets where each band and each content block ends in their
+        concatenation (:func:`~dagctx.projection.bands.ends`)."""
         if not self.tail:
             texts = list(self.texts)
             return list(self.sections), texts, ends(texts, [STABLE] * len(texts))
@@ -263,6 +266,13 @@ def footer(
     return text, tokens
 
 
+def directory(label: str) -> str:
+    """The directory the footer groups a node of ``label`` under: the label up to its
+    last ``/`` (a trailing ``/`` aside), or "" for a label with none past its start."""
+    cut = label.rstrip("/").rfind("/")
+    return label[: cut + 1] if cut > 0 else ""
+
+
 def left_out_names(left: Iterable[tuple[str, str]]) -> list[tuple[str, int]]:
     """How the footer names the nodes ``left`` out ((id, label) in walk order), each name
     with the number of nodes it stands for: the files of a directory with more than one
@@ -272,8 +282,7 @@ def left_out_names(left: Iterable[tuple[str, str]]) -> list[tuple[str, int]]:
     by_dir: dict[str, int] = {}
     dirs = []
     for _, label in items:
-        cut = label.rstrip("/").rfind("/")
-        d = label[: cut + 1] if cut > 0 else ""
+        d = directory(label)
         dirs.append(d)
         if d:
             by_dir[d] = by_dir.get(d, 0) + 1
@@ -286,6 +295,93 @@ def left_out_names(left: Iterable[tuple[str, str]]) -> list[tuple[str, int]]:
         if d not in many
     ]
     return names[:FOOTER_NAMES]
+
+
+class LeftOut:
+    """The left-out entries of one body by directory, kept as entries are hidden
+    (:meth:`add`) and shown (:meth:`remove`), so that the footer's names cost the change
+    rather than a pass over every left-out entry: :meth:`names` gives what
+    :func:`left_out_names` gives for the same entries in walk order.
+
+    Per directory the sorted walk positions of its left-out entries; the directories with
+    more than one in a list sorted as the footer names them, by (-count, first position);
+    and, sorted, the entries named one by one (no directory, or alone in theirs).
+    """
+
+    __slots__ = ("_groups", "_members", "_names", "_singles")
+
+    def __init__(self) -> None:
+        self._members: dict[str, list[int]] = {}
+        self._groups: list[tuple[int, int, str]] = []  # (-count, first entry, directory)
+        self._singles: list[int] = []
+        self._names: list[tuple[str, int]] | None = None
+
+    @classmethod
+    def of(cls, left: Iterable[tuple[int, str]]) -> LeftOut:
+        """The entries ``left`` ((entry, label) in walk order), counted in one pass."""
+        out = cls()
+        members = out._members
+        for i, label in left:
+            d = directory(label)
+            if d:
+                members.setdefault(d, []).append(i)
+            else:
+                out._singles.append(i)
+        out._singles += [m[0] for m in members.values() if len(m) == 1]
+        out._singles.sort()
+        out._groups = sorted((-len(m), m[0], d) for d, m in members.items() if len(m) > 1)
+        return out
+
+    def add(self, i: int, label: str) -> None:
+        """Count entry ``i`` (whose label is ``label``) as left out."""
+        self._names = None
+        d = directory(label)
+        members = self._members.get(d) if d else None
+        if members is None:
+            if d:
+                self._members[d] = [i]
+            insort(self._singles, i)
+            return
+        if len(members) == 1:
+            _discard(self._singles, members[0])
+        else:
+            _discard(self._groups, (-len(members), members[0], d))
+        insort(members, i)
+        insort(self._groups, (-len(members), members[0], d))
+
+    def remove(self, i: int, label: str) -> None:
+        """Count entry ``i`` (counted with ``label``) as shown again."""
+        self._names = None
+        d = directory(label)
+        members = self._members.get(d) if d else None
+        if members is None or len(members) == 1:
+            _discard(self._singles, i)
+            if members is not None:
+                del self._members[d]
+            return
+        _discard(self._groups, (-len(members), members[0], d))
+        _discard(members, i)
+        if len(members) == 1:
+            insort(self._singles, members[0])
+        else:
+            insort(self._groups, (-len(members), members[0], d))
+
+    def names(
+        self, node_id: Callable[[int], str], label: Callable[[int], str]
+    ) -> list[tuple[str, int]]:
+        """The footer's names (:func:`left_out_names`), the ones directly named made with
+        ``node_id`` and ``label`` of their entry."""
+        if self._names is None:
+            names = [(f"{-n} in {d}", -n) for n, _, d in self._groups[:FOOTER_NAMES]]
+            rest = self._singles[: FOOTER_NAMES - len(names)]
+            names += [(f"#{node_id(i)} ({label(i)})", 1) for i in rest]
+            self._names = names
+        return self._names
+
+
+def _discard(items: list[Any], item: Any) -> None:
+    """Take ``item`` out of the sorted list ``items`` (it is there)."""
+    del items[bisect_left(items, item)]
 
 
 def most_that_fit(

@@ -1,20 +1,31 @@
 """The volatility layout: which band each rendered section goes in, and the band order.
 
 A provider caches the longest byte-identical prefix of a prompt, so the projection puts
-what rarely changes first and what changes often last. Sections are placed in three
+what rarely changes first and what changes often last. Sections are placed in four
 bands, in this order:
 
 1. **stable**: the workspace — groups, directories, files, outlines, tool definitions —
-   in walk order; an edited file changes in place, so the text before it stays.
-2. **conversation**: topics and messages, which grow at their end every turn.
-3. **volatile**: nodes that declare ``volatile`` (the session node: turn, time, the last
+   in walk order.
+2. **changed**: files whose content has changed during the session
+   (:attr:`~dagctx.nodes.text.TextNode.edited`), in walk order. Hysteresis: a file
+   moves here at its first change, once, and stays, so an agent's working set stops
+   rewriting the stable band after each file's first edit, and a file never moves back
+   and forth. The flag is part of the node (saved with it; a checkpoint restore, which
+   leaves content alone, leaves it alone), so the band is a function of the graph; a
+   resume does not set it for the files edited while nobody watched, so a session saved
+   from a cold start and resumed after offline edits lays out its text as a cold start
+   does.
+3. **conversation**: topics and messages, which grow at their end every turn.
+4. **volatile**: nodes that declare ``volatile`` (the session node: turn, time, the last
    changes).
 
 The "changes since last turn" section and the left-out footer follow the last band.
 Inside each band sections keep their walk order, so the group structure reads the same.
 A band depends only on the node, never on the budget: the same graph gives the same
 order (determinism), and an unbudgeted render is ordered the same way (fidelity). When
-one node changes, the text before its section is byte-identical to the previous turn's.
+one node changes, the text before its section is byte-identical to the previous turn's,
+except on the one turn a file moves to the changed band (its first change): then the
+text before the place it leaves is.
 
 The later bands grow every turn (a new message, the session node's turn), and so does
 the "changes since last turn" section; if the workspace got whatever they leave, its
@@ -35,9 +46,10 @@ from typing import TypeVar
 
 from dagctx.nodes.base import Node
 from dagctx.nodes.message import MessageNode
+from dagctx.nodes.text import TextNode
 from dagctx.nodes.topic import TopicNode
 
-STABLE, CONVERSATION, VOLATILE = range(3)
+STABLE, CHANGED, CONVERSATION, VOLATILE = range(4)
 HELD_STEPS = 32  # the later bands' reservation grows in steps of budget // HELD_STEPS
 
 _T = TypeVar("_T")
@@ -49,6 +61,8 @@ def band_of(node: Node) -> int:
         return VOLATILE
     if isinstance(node, (TopicNode, MessageNode)):
         return CONVERSATION
+    if isinstance(node, TextNode) and node.edited:
+        return CHANGED
     return STABLE
 
 
@@ -58,16 +72,24 @@ def in_bands(items: Iterable[tuple[int, _T]]) -> list[_T]:
     return [item for _, item in sorted(items, key=lambda pair: pair[0])]
 
 
-def ends(texts: Sequence[str], bands: Sequence[int]) -> list[int]:
-    """Offsets where each band ends in the text made of ``texts`` (in band order, their
-    bands in ``bands``): one offset per band present, ascending."""
-    out: list[int] = []
+def ends(texts: Sequence[str], bands: Sequence[int]) -> tuple[list[int], list[int]]:
+    """(band ends, block ends) of the text made of ``texts`` (in band order, their bands
+    in ``bands``), offsets ascending. Band ends: one per band present. Block ends, where
+    the text is split into a provider's content blocks: the band ends and the end of each
+    section of the conversation band, so that a message appended leaves the blocks
+    before it, and the boundary where the conversation ended, as they were (a provider
+    that reads a cached prefix at an earlier block boundary finds it there)."""
+    band_ends: list[int] = []
+    block_ends: list[int] = []
     offset = 0
     for k, text in enumerate(texts):
         offset += len(text)
-        if k + 1 == len(texts) or bands[k + 1] != bands[k]:
-            out.append(offset)
-    return out
+        closes = k + 1 == len(texts) or bands[k + 1] != bands[k]
+        if closes:
+            band_ends.append(offset)
+        if closes or bands[k] == CONVERSATION:
+            block_ends.append(offset)
+    return band_ends, block_ends
 
 
 def workspace_room(budget: int, changes: int, held: int) -> int:

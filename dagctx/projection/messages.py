@@ -7,9 +7,13 @@ conversation that anyone may have written, so it always travels as user content.
 
 - ``"anthropic"``: keyword arguments for ``client.messages.create``: ``system`` (the
   instructions, one text block) and ``messages`` (one user message whose text blocks are
-  the projection split at its band boundaries). Up to :data:`BREAKPOINTS` blocks carry
-  ``cache_control`` (the first bands' ends and the last block), so the next turn reads
-  every band that did not change from the cache.
+  the projection split at its block ends: each band's end and each conversation
+  section's end). Up to :data:`BREAKPOINTS` blocks carry ``cache_control`` (the blocks
+  that end the first bands, and the last block), so the next turn reads every band that
+  did not change from the cache. Anthropic reads a cached prefix ending at any block
+  boundary up to about 20 blocks before a breakpoint; since every message is a block of
+  its own, the conversation of the last turn is such a prefix when messages were only
+  appended, and is read rather than written again.
 - ``"openai"``: keyword arguments for ``client.chat.completions.create``: ``messages``
   (the instructions as the system message, the projection as one user message) and
   ``prompt_cache_key`` (the session's, routing its requests to the same cache).
@@ -45,14 +49,14 @@ PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "openai-responses")
 BREAKPOINTS = 4  # Anthropic accepts at most four cache_control breakpoints per request
 
 
-def blocks(text: str, band_ends: Sequence[int]) -> list[str]:
-    """``text`` split at the offsets in ``band_ends``; a piece that is empty or only
-    whitespace joins the block before it (providers refuse blank text blocks)."""
+def blocks(text: str, ends: Sequence[int]) -> list[str]:
+    """``text`` split at the offsets in ``ends`` (ascending); a piece that is empty or
+    only whitespace joins the block before it (providers refuse blank text blocks)."""
     if not text.strip():
         return []
     pieces: list[str] = []
     start = 0
-    for end in [*band_ends, len(text)]:
+    for end in [*ends, len(text)]:
         if end <= start or end > len(text):
             continue
         piece = text[start:end]
@@ -64,18 +68,28 @@ def blocks(text: str, band_ends: Sequence[int]) -> list[str]:
     return pieces
 
 
-def breakpoints(count: int) -> set[int]:
+def breakpoints(count: int, closing: Sequence[int] | None = None) -> set[int]:
     """Indices of the blocks (of ``count``) that get a ``cache_control`` breakpoint: the
-    first ``BREAKPOINTS - 1`` and the last."""
+    first ``BREAKPOINTS - 1`` of the blocks that end a band (the indices ``closing``,
+    ascending; every block when None), and the last."""
     if count <= 0:
         return set()
-    return set(range(min(count - 1, BREAKPOINTS - 1))) | {count - 1}
+    ending = range(count) if closing is None else closing
+    return {*[k for k in ending if k < count - 1][: BREAKPOINTS - 1], count - 1}
 
 
-def anthropic_request(text: str, band_ends: Sequence[int]) -> dict[str, Any]:
-    """``system`` and ``messages`` for Anthropic's Messages API (see the module docstring)."""
-    parts = blocks(text, band_ends)
-    marked = breakpoints(len(parts))
+def anthropic_request(
+    text: str, band_ends: Sequence[int], block_ends: Sequence[int]
+) -> dict[str, Any]:
+    """``system`` and ``messages`` for Anthropic's Messages API (see the module docstring).
+    ``block_ends`` holds every offset of ``band_ends``."""
+    parts = blocks(text, block_ends)
+    bands, offset, closing = set(band_ends), 0, []
+    for k, piece in enumerate(parts):
+        offset += len(piece)
+        if offset in bands:
+            closing.append(k)
+    marked = breakpoints(len(parts), closing)
     content: list[dict[str, Any]] = []
     for k, piece in enumerate(parts):
         block: dict[str, Any] = {"type": "text", "text": piece}
@@ -101,14 +115,17 @@ def openai_responses_request(text: str, band_ends: Sequence[int], cache_key: str
     return {"instructions": CONTEXT_INSTRUCTIONS, "input": items, "prompt_cache_key": cache_key}
 
 
-def request(provider: str, text: str, band_ends: Sequence[int], cache_key: str) -> dict[str, Any]:
-    """The keyword arguments of ``provider``'s request for a projection's ``text``.
+def request(
+    provider: str, text: str, band_ends: Sequence[int], block_ends: Sequence[int], cache_key: str
+) -> dict[str, Any]:
+    """The keyword arguments of ``provider``'s request for a projection's ``text`` (its
+    :attr:`~dagctx.projection.result.Projection.band_ends` and ``block_ends``).
 
     Raises:
         ArgumentError: ``provider`` is not one of :data:`PROVIDERS`.
     """
     if provider == "anthropic":
-        return anthropic_request(text, band_ends)
+        return anthropic_request(text, band_ends, block_ends)
     if provider == "openai":
         return openai_chat_request(text, cache_key)
     if provider == "openai-responses":

@@ -36,7 +36,8 @@ def stable_prefix(
     The first is ``tokens`` (the count of all of ``text``) when the whole text is
     byte-identical to ``previous.text``, otherwise the tokens of the leading sections
     byte-identical to it at the same offset. ``break`` names the first section that differs as
-    ``#id (label)`` (``label`` gives a node's label), :data:`TAIL` when every section is
+    ``#id (label)`` (``label`` gives a node's label; the node there before instead when it
+    moved further on and the one now there only closed the gap), :data:`TAIL` when every section is
     identical and only what follows them differs, :data:`UNCHANGED` when the whole text
     is identical, :data:`NO_PREVIOUS` without a previous projection. ``known`` is a count
     of leading sections the caller knows are unchanged (their texts are not compared).
@@ -52,8 +53,23 @@ def stable_prefix(
     for k in range(known, len(sections)):
         end = offset + len(texts[k])
         if end > len(old) or old[offset:end] != texts[k]:
-            s = sections[k]
-            return tokens, f"#{s.node_id} ({label(s.node_id)})"
+            nid = _breaker(sections, previous.sections, k)
+            return tokens, f"#{nid} ({label(nid)})"
         tokens += sections[k].tokens
         offset = end
     return tokens, TAIL
+
+
+def _breaker(sections: Sequence[Section], before: Sequence[Section], k: int) -> str:
+    """The node that ended the prefix at section ``k`` (the first ``k`` are the same in
+    ``sections`` and ``before``): the one now there, unless the one there before moved
+    further on (a file that moved to a later band) while the one now there was further
+    on before (it only closed the gap): then the one that moved."""
+    now = sections[k].node_id
+    if k < len(before) and before[k].node_id != now:
+        left = before[k].node_id
+        if any(s.node_id == now for s in before[k + 1 :]) and any(
+            s.node_id == left for s in sections[k + 1 :]
+        ):
+            return left
+    return now

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from dagctx._plural import counted
@@ -34,6 +34,7 @@ from dagctx.projection.assembly import (
     CHANGES_SHARE,
     FOOTER_TOKENS,
     Body,
+    LeftOut,
     changes_section,
     footer,
     left_out_names,
@@ -59,7 +60,7 @@ class _Plan:
     body: Body
     mark: int  # trace log position up to which changes are accounted for
     last: Projection | None = None
-    names: list[tuple[str, int]] | None = None  # the footer's names of left-out nodes
+    left: LeftOut | None = None  # the left-out nodes by directory (None: count afresh)
 
 
 class Projector:
@@ -167,7 +168,7 @@ class Projector:
                     self.labels, self._labels_shared = list(self.labels), False
                 self.labels[i] = label
                 for plan in self._plans.values():
-                    plan.names = None
+                    plan.left = None
             if prio != self.prio[i]:
                 if self._prio_shared:
                     self.prio, self._prio_shared = list(self.prio), False
@@ -343,19 +344,24 @@ class Projector:
                 lambda i: self._shown(alloc, i),
             )
             first = 0
+            plan.left = None
         else:
+            order = sorted(dirty)
+            was = [body.shown[i] for i in order]
             first = body.patch(
-                sorted(dirty),
+                order,
                 lambda i: self._section(alloc, i),
                 lambda i, s: self._text(alloc, i, s),
                 self._band,
             )
-        sections, texts, ends = body.ordered()
+            if body.moved and plan.left is not None:
+                self._left_moved(plan.left, body, order, was)
+        sections, texts, (band_ends, block_ends) = body.ordered()
         omitted = len(layout.first) - body.nodes
         used = body.tokens + changes_tokens
-        if body.moved or plan.names is None:
-            plan.names = self._footer_names(body) if omitted else []
-        names = plan.names
+        if plan.left is None:
+            plan.left = self._left_out(body)
+        names = plan.left.names(self._node_id, self._entry_label) if omitted else []
         footer_text, footer_tokens = footer(omitted, names, self.cache, budget, budget - used)
         text = "".join(texts) + changes_text + footer_text
         unsafe = body.unsafe or unsafe_start(changes_text) or unsafe_start(footer_text)
@@ -376,7 +382,8 @@ class Projector:
             stable_prefix_tokens=stable,
             account=self._account(alloc, body),
             prefix_break=broken,
-            band_ends=ends,
+            band_ends=band_ends,
+            block_ends=block_ends,
             cache_key=self._key,
         )
 
@@ -404,21 +411,45 @@ class Projector:
             return None, False
         return (section, self._text(alloc, i, section)), self._band(i)
 
-    def _footer_names(self, body: Body) -> list[tuple[str, int]]:
-        """The footer's names of the nodes not shown (:func:`left_out_names`)."""
+    def _left_out(self, body: Body) -> LeftOut:
+        """The nodes not shown in ``body``, counted afresh (one pass over the layout)."""
         layout = self.layout
         assert layout is not None
-        ref, shown, nodes, labels = layout.ref, body.shown, layout.nodes, self.labels
-        left: list[tuple[str, str]] = []
-        i, n = 0, len(nodes)
-        while i < n:
-            i = shown.find(0, i)
-            if i < 0:
-                break
-            if not ref[i]:
-                left.append((nodes[i].id, labels[i]))
-            i += 1
-        return left_out_names(left)
+        ref, shown, labels = layout.ref, body.shown, self.labels
+
+        def left() -> Iterator[tuple[int, str]]:
+            i, n = 0, len(ref)
+            while i < n:
+                i = shown.find(0, i)
+                if i < 0:
+                    break
+                if not ref[i]:
+                    yield i, labels[i]
+                i += 1
+
+        return LeftOut.of(left())
+
+    def _left_moved(self, left: LeftOut, body: Body, order: list[int], was: list[int]) -> None:
+        """Bring ``left`` up to date with the entries of ``order`` (shown as in ``was``
+        before ``body`` was patched) that were hidden or shown."""
+        layout = self.layout
+        assert layout is not None
+        ref, shown, labels = layout.ref, body.shown, self.labels
+        for i, before in zip(order, was, strict=True):
+            if ref[i] or bool(before) == bool(shown[i]):
+                continue
+            if before:
+                left.add(i, labels[i])
+            else:
+                left.remove(i, labels[i])
+
+    def _node_id(self, i: int) -> str:
+        layout = self.layout
+        assert layout is not None
+        return layout.nodes[i].id
+
+    def _entry_label(self, i: int) -> str:
+        return self.labels[i]
 
     def _label(self, node_id: str) -> str:
         layout = self.layout
@@ -564,6 +595,7 @@ class Projector:
         }
         reasons = {k: v for k, v in reasons.items() if k in degraded or k in omitted}
         texts = [t for _, _, t in placed]
+        band_ends, block_ends = ends(texts, [b for b, _, _ in placed])
         stable, broken = stable_prefix(text, tokens, sections, texts, previous, self._label)
         return Projection(
             text,
@@ -578,6 +610,7 @@ class Projector:
             scores=account.scores(),
             notes=account.notes(),
             prefix_break=broken,
-            band_ends=ends([t for _, _, t in placed], [b for b, _, _ in placed]),
+            band_ends=band_ends,
+            block_ends=block_ends,
             cache_key=self._key,
         )

@@ -78,6 +78,7 @@ GRAPH_WEIGHT = 0.25  # how much the reference graph counts beside the lexical ma
 RECENT_WEIGHT = 0.3  # how much recent attention counts
 SEED_FILES = 16  # the best lexical matches seed the PageRank
 ATTENTION_FILES = 8  # the most recently changed or opened files seed it too
+KEPT_POSTINGS = 256  # content terms whose postings the index keeps (Bm25Index.holding)
 
 _SYMBOL = re.compile(
     r"^[ \t]*(?:export[ \t]+)?(?:pub(?:\(\w+\))?[ \t]+)?(?:async[ \t]+)?"
@@ -161,7 +162,13 @@ def document_terms(node: TextNode) -> Counter[str]:
 
 class Bm25Index:
     """BM25 statistics of the text files (content and path apart), updated one file at
-    a time."""
+    a time.
+
+    The files holding a content term (its postings) are gathered the first time a query
+    asks for that term, by one pass over the files, and kept up to date from then on:
+    a focus asks for a few terms, so building the index does not pay for the postings
+    of every term of every file. At most :data:`KEPT_POSTINGS` terms are kept so.
+    """
 
     __slots__ = ("docs", "kind", "norm", "path_of", "path_postings", "postings")
 
@@ -170,6 +177,7 @@ class Bm25Index:
         self.docs: dict[str, tuple[int, Counter[str], int, frozenset[str]]] = {}
         self.norm: dict[str, float] = {}  # node id → its length normalization
         self.kind: dict[str, int] = {}  # node id → its file kind
+        #: content term → the files holding it, for the terms a query asked for
         self.postings: dict[str, set[str]] = {}
         self.path_postings: dict[str, set[str]] = {}
         self.path_of: dict[str, str] = {}
@@ -187,8 +195,9 @@ class Bm25Index:
         self.norm[node.id] = K1 * (1 - B + B * length / AVERAGE_LENGTH)
         self.kind[node.id] = file_kind(node.path)
         self.path_of[node.id] = node.path
-        for term in counts:
-            self.postings.setdefault(term, set()).add(node.id)
+        for term, ids in self.postings.items():
+            if term in counts:
+                ids.add(node.id)
         for term in in_path:
             self.path_postings.setdefault(term, set()).add(node.id)
 
@@ -198,12 +207,23 @@ class Bm25Index:
         if old is None:
             return
         del self.path_of[node_id], self.norm[node_id], self.kind[node_id]
-        for postings, found in ((self.postings, old[1]), (self.path_postings, old[3])):
-            for term in found:
-                ids = postings[term]
+        for term, ids in self.postings.items():
+            if term in old[1]:
                 ids.discard(node_id)
-                if not ids:
-                    del postings[term]
+        for term in old[3]:
+            ids = self.path_postings[term]
+            ids.discard(node_id)
+            if not ids:
+                del self.path_postings[term]
+
+    def holding(self, term: str) -> set[str]:
+        """The files whose content holds ``term`` (gathered on the first ask)."""
+        ids = self.postings.get(term)
+        if ids is None:
+            if len(self.postings) >= KEPT_POSTINGS:  # gathered again when asked again
+                self.postings.clear()
+            ids = self.postings[term] = {nid for nid, doc in self.docs.items() if term in doc[1]}
+        return ids
 
     def weights(self, query: Iterable[str]) -> dict[str, tuple[float, float]]:
         """Each distinct term of ``query`` → (its inverse document frequency among the
@@ -213,7 +233,7 @@ class Bm25Index:
         n = len(self.docs)
         return {
             term: (
-                qtf * _idf(n, len(self.postings.get(term, ()))),
+                qtf * _idf(n, len(self.holding(term))),
                 qtf * _idf(n, len(self.path_postings.get(term, ()))),
             )
             for term, qtf in Counter(query).items()
@@ -275,7 +295,7 @@ class Bm25Index:
         """Ids of the files whose content or path holds a term of ``query``."""
         out: set[str] = set()
         for term in set(query):
-            out.update(self.postings.get(term, ()))
+            out.update(self.holding(term))
             out.update(self.path_postings.get(term, ()))
         return out
 
@@ -323,7 +343,9 @@ class Relevance:
         self._ranked: list[tuple[float, str]] | None = None
         self._weights: dict[str, tuple[float, float]] = {}  # the query's, at the last scoring
         self._rescored_all = True  # whether the last scoring scored every file
-        self._tiers: dict[str, tuple[int, int]] = {}  # node id → (version, tier)
+        # node id → version * TIERS + tier: an int below 256 (no object of its own) while
+        # the version is below 12, where a (version, tier) tuple costs 64 bytes per file
+        self._tiers: dict[str, int] = {}
         self._inherited = bytearray()  # per entry: 1 where the level is a child's
         self._carrier = -1  # seq of the node that set the focus in effect
 
@@ -465,12 +487,10 @@ class Relevance:
         if not isinstance(node, TextNode):
             return 0
         nid = node.id
-        cached = self._tiers.get(nid)
-        if cached is not None and cached[0] == node.version:
-            t = cached[1]
-        else:
+        version, t = divmod(self._tiers.get(nid, -1), TIERS)
+        if version != node.version:
             t = tier(node.path, node.cuttable_lines())
-            self._tiers[nid] = (node.version, t)
+            self._tiers[nid] = node.version * TIERS + t
         combined = (
             self._lexical.get(nid, 0.0)
             + GRAPH_WEIGHT * self._graph.get(nid, 0.0)

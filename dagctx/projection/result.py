@@ -61,6 +61,11 @@ class Projection:
         prefix_break: what ended the stable prefix: the first differing section as
             ``#id (label)``, the changes/footer after identical sections, ``"no previous
             projection"``, or ``""`` when the text is identical to the previous one.
+        band_ends: offsets in ``text`` where each band of the layout by volatility ends
+            (:mod:`dagctx.projection.bands`).
+        block_ends: offsets where :meth:`to_messages` splits ``text`` into content
+            blocks: the band ends and the end of each conversation section (the band
+            ends when not given).
         labels: node id → label, for every node the projection accounts for.
         scores: node id → relevance :class:`~dagctx.projection.relevance.Score` (what
             decided who degrades first, after priority).
@@ -81,6 +86,7 @@ class Projection:
         "_reasons",
         "_scores",
         "band_ends",
+        "block_ends",
         "budget",
         "cache_key",
         "prefix_break",
@@ -97,6 +103,7 @@ class Projection:
     stable_prefix_tokens: int
     prefix_break: str
     band_ends: tuple[int, ...]
+    block_ends: tuple[int, ...]
     cache_key: str
     _account: Account | None
     _omitted: list[str] | None
@@ -123,6 +130,7 @@ class Projection:
         notes: dict[str, str] | None = None,
         prefix_break: str = "",
         band_ends: Iterable[int] = (),
+        block_ends: Iterable[int] = (),
         cache_key: str = "",
     ) -> None:
         put = object.__setattr__
@@ -133,6 +141,7 @@ class Projection:
         put(self, "stable_prefix_tokens", stable_prefix_tokens)
         put(self, "prefix_break", prefix_break)
         put(self, "band_ends", tuple(band_ends))
+        put(self, "block_ends", tuple(block_ends) or tuple(band_ends))
         put(self, "cache_key", cache_key)
         put(self, "_account", account)
         empty = account is None
@@ -239,15 +248,15 @@ class Projection:
 
         With ``provider`` (``"anthropic"``, ``"openai"`` or ``"openai-responses"``): the
         keyword arguments of that provider's create call (all but ``model`` and the output
-        limit), with cache hints: Anthropic ``cache_control`` breakpoints at the band ends
-        (:attr:`band_ends`), OpenAI's ``prompt_cache_key`` (:attr:`cache_key`); see
-        :mod:`dagctx.projection.messages`.
+        limit), with cache hints: Anthropic content blocks split at :attr:`block_ends`
+        with ``cache_control`` breakpoints at the band ends (:attr:`band_ends`), OpenAI's
+        ``prompt_cache_key`` (:attr:`cache_key`); see :mod:`dagctx.projection.messages`.
 
         Raises:
             ArgumentError: ``provider`` is not one of those.
         """
         if provider is not None:
-            return request(provider, self.text, self.band_ends, self.cache_key)
+            return request(provider, self.text, self.band_ends, self.block_ends, self.cache_key)
         if not self.text:
             return []
         return [

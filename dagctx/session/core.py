@@ -170,7 +170,9 @@ class SessionCore:
         self._work = Coordination()  # the work board; its store opens on first use
         self._files = FileWatch(self.root)  # running file nodes, told of changes by the OS
         self.graph.watcher = self._files.track
-        self._path_index: dict[str, list[TextNode]] = {}
+        # path → its text node, or a tuple of them when several show that path (a list
+        # per path would cost more than the index entry itself: one text node per file)
+        self._path_index: dict[str, TextNode | tuple[TextNode, ...]] = {}
         # Trace cursors: where the next tick's changes start, and where the last tick's
         # started (kept for a resumed watcher); both keep their traces in the log.
         self._trace_mark = self.graph.traces.cursor()
@@ -268,7 +270,7 @@ class SessionCore:
             self.graph.get(parent)  # fail before adding
         self.graph.add(node)
         if isinstance(node, TextNode):
-            self._path_index.setdefault(node.path, []).append(node)
+            self._index_path(node)
         if parent is not None:
             self.graph.link(parent, node)
         return node
@@ -352,10 +354,25 @@ class SessionCore:
         node = self.graph.remove(ref)
         self.cache.forget(node.id)
         if isinstance(node, TextNode):
-            peers = self._path_index.get(node.path, [])
-            if node in peers:
-                peers.remove(node)
+            peers = tuple(p for p in self._peers(node.path) if p is not node)
+            if not peers:
+                self._path_index.pop(node.path, None)
+            else:
+                self._path_index[node.path] = peers[0] if len(peers) == 1 else peers
         return node
+
+    def _peers(self, path: str) -> tuple[TextNode, ...]:
+        """The text nodes in the path index under ``path``."""
+        held = self._path_index.get(path)
+        if held is None:
+            return ()
+        return (held,) if isinstance(held, TextNode) else held
+
+    def _index_path(self, node: TextNode) -> None:
+        """Add ``node`` to the path index (once)."""
+        peers = self._peers(node.path)
+        if node not in peers:
+            self._path_index[node.path] = (*peers, node) if peers else node
 
     def get(self, node_id: NodeRef) -> Node:
         """The node with ``node_id``. Raises NodeNotFoundError."""
@@ -367,7 +384,7 @@ class SessionCore:
 
     def text_nodes(self, path: str) -> list[TextNode]:
         """The text nodes showing the root-relative ``path``."""
-        return [n for n in self._path_index.get(path, []) if n.graph is self.graph]
+        return [n for n in self._peers(path) if n.graph is self.graph]
 
     def set_budget(self, budget: int) -> None:
         """Change the token budget of later projections. Raises BudgetError."""
@@ -391,9 +408,7 @@ class SessionCore:
         newer = self.graph.restore(name)
         for node in self.graph:
             if isinstance(node, TextNode):
-                peers = self._path_index.setdefault(node.path, [])
-                if node not in peers:
-                    peers.append(node)
+                self._index_path(node)
             elif isinstance(node, GroupNode) and node.summarizer is not None:
                 self._refresh[node.id] = node
         return newer

@@ -7,14 +7,18 @@ this module owns the layout, the schema version and the atomicity:
 
 - ``dagctx_meta`` (shared with :class:`~dagctx.checkpoint.SQLiteCheckpointStore`, which
   may use the same file; see :mod:`dagctx._sqlite`) holds ``session_schema``;
-  ``session_info`` holds JSON values by
-  key; ``session_nodes`` one row per node (``to_dict`` JSON, ``in_graph``, ``seq``,
-  ``last_run``); ``session_edges`` the edges with their position among the parent's
-  children and among the child's parents; ``session_roots`` the root order;
-  ``session_checkpoints`` the structure checkpoints; ``session_traces`` the traces the
-  graph's trace log kept, by their absolute position in it; ``session_trace_span`` (one
-  row) which trace log they come from (its ``log_id``) and their span of positions;
-  ``session_context_checkpoints`` the root task context's checkpoints.
+  ``session_info`` holds JSON values by key; ``session_nodes`` one row per node
+  (``to_dict`` JSON, ``in_graph``, ``seq``, ``last_run``), except the nodes kept in
+  ``session_columns``: one row per node type whose nodes are saved as columns
+  (:meth:`~dagctx.nodes.base.Node.to_columns`: text nodes with a snapshot), a JSON
+  object of equal-length lists, the type's fields beside ``ref``, ``in_graph``,
+  ``seq``, ``last_run`` and ``tokens``; ``session_edges`` the edges with their
+  position among the parent's children and among the child's parents;
+  ``session_roots`` the root order; ``session_checkpoints`` the structure checkpoints;
+  ``session_traces`` the traces the graph's trace log kept, by their absolute position
+  in it; ``session_trace_span`` (one row) which trace log they come from (its
+  ``log_id``) and their span of positions; ``session_context_checkpoints`` the root
+  task context's checkpoints.
 - A write serializes everything first, then runs one ``BEGIN IMMEDIATE`` transaction
   (WAL journal, ``synchronous=FULL``) that replaces every session row: after a kill at
   any instant the file holds the previous session or the new one, whole. A write that
@@ -28,6 +32,9 @@ this module owns the layout, the schema version and the atomicity:
   the kept traces. Either way it is the same single transaction.
 - A read is one read transaction (a consistent snapshot while another process writes)
   after the schema version and ``PRAGMA quick_check``; it never changes the saved data.
+- **Schema 2** (before ``session_columns``: every node one row) is read as it is, and
+  the next write upgrades the file to schema 3 (``upgrades`` of
+  :class:`dagctx._sqlite.Layout`).
 - **One writer at a time, never overwritten silently**: a write takes an exclusive OS
   lock (``flock``) on the file for the writing session, held until the session releases
   it (:func:`release_session_file`, when it closes); the sessions of one process share
@@ -58,7 +65,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +74,9 @@ from dagctx._json import decode_json, dump_json
 from dagctx.errors import CheckpointError, SessionConflictError, SessionFileUnavailableError
 from dagctx.nodes.base import Trace
 
-SESSION_SCHEMA = 2
+SESSION_SCHEMA = 3
 """Version of the session file layout written by :meth:`Session.save`."""
+_UPGRADES = frozenset({2})  # earlier layouts read as they are and upgraded by a write
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS session_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -96,10 +104,12 @@ CREATE TABLE IF NOT EXISTS session_trace_span (
 CREATE TABLE IF NOT EXISTS session_context_checkpoints (
     version INTEGER PRIMARY KEY, data TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS session_columns (type TEXT PRIMARY KEY, data TEXT NOT NULL);
 """
 _SESSION_TABLES = (
     "session_info",
     "session_nodes",
+    "session_columns",
     "session_edges",
     "session_roots",
     "session_checkpoints",
@@ -138,6 +148,8 @@ class SessionData:
     traces: TraceRows
     context_checkpoints: list[dict[str, Any]]
     generation: str = ""
+    #: Node type name → its nodes saved as columns (each column a list, one per node).
+    columns: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 _LAYOUT = _sqlite.Layout(
@@ -147,6 +159,7 @@ _LAYOUT = _sqlite.Layout(
     noun="session file",
     elsewhere="save the session to another path",
     error=CheckpointError,
+    upgrades=_UPGRADES,
 )
 
 
@@ -376,6 +389,9 @@ def _encode(data: SessionData) -> dict[str, list[tuple[Any, ...]]]:
             (ref, int(in_graph), seq, last_run, _json(node, f"node {node.get('id')!r}"))
             for ref, in_graph, seq, last_run, node in data.nodes
         ],
+        "session_columns": [
+            (name, _json(block, f"{name} nodes")) for name, block in data.columns.items()
+        ],
         "session_edges": data.edges,
         "session_roots": list(enumerate(data.roots)),
         "session_checkpoints": [
@@ -445,7 +461,7 @@ def read_session_file(path: Path) -> SessionData:
                 raise CheckpointError(
                     f"{where} is not a dagctx session file (no session schema)", value=path
                 )
-            if found != str(SESSION_SCHEMA):
+            if found not in _LAYOUT.readable:
                 raise _sqlite.schema_mismatch(_LAYOUT, where, found)
             check = conn.execute("PRAGMA quick_check").fetchall()
             if check != [("ok",)]:
@@ -479,6 +495,14 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
             "SELECT ref, in_graph, seq, last_run, data FROM session_nodes ORDER BY ref"
         )
     ]
+    columns = {
+        name: load(data, f"the {name!r} nodes' columns")
+        for name, data in (
+            rows("SELECT type, data FROM session_columns ORDER BY type")
+            if rows("SELECT 1 FROM sqlite_master WHERE name = 'session_columns'")
+            else []  # a schema 2 file
+        )
+    }
     trace_rows = rows(
         "SELECT position, node_id, old_version, new_version, description, at, derived"
         " FROM session_traces ORDER BY position"
@@ -518,6 +542,7 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
             )
         ],
         generation=generation if isinstance(generation, str) else "",
+        columns=columns,
     )
 
 

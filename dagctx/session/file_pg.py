@@ -8,7 +8,9 @@ root, so every checkout of one repository names its session alike; a ``#name`` f
 on the URL chooses another).
 
 - **One transaction per save**: the row is replaced whole, as strict JSON
-  (:mod:`dagctx._json`), committed or not at all.
+  (:mod:`dagctx._json`), committed or not at all. The nodes saved as columns (text
+  nodes with a snapshot) are under ``"columns"``, as in the session file; a row saved
+  before them has none, and its nodes are all under ``"nodes"``.
 - **Compare-and-swap**: each save records a new random ``generation``. A save names the
   generation its session last read or wrote (None: it never did); the row is locked
   (``SELECT ... FOR UPDATE``) and the save goes on only if the row is missing or holds
@@ -66,6 +68,7 @@ def _encode(data: SessionData) -> str:
     document = {
         "info": data.info,
         "nodes": [list(row) for row in data.nodes],
+        "columns": data.columns,
         "edges": [list(row) for row in data.edges],
         "roots": data.roots,
         "checkpoints": [list(row) for row in data.checkpoints],
@@ -160,6 +163,7 @@ def read_session_pg(url: str, name: str) -> SessionData:
             traces=traces,
             context_checkpoints=doc["context_checkpoints"],
             generation=str(row[0]),
+            columns=dict(doc.get("columns", {})),  # none in a row saved before them
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{where} is malformed: {exc!r}", value=name) from exc

@@ -34,13 +34,18 @@ compare-and-swap of its generation.
 The file layout and its atomicity (one transaction per save, safe against a kill at any
 instant; a save that raises leaves the file as it was) belong to :mod:`dagctx.session.file`.
 ``load`` checks the data as it rebuilds the session and returns a complete session or
-raises :class:`~dagctx.errors.CheckpointError` (closing whatever it had built).
+raises :class:`~dagctx.errors.CheckpointError` (closing whatever it had built). While it
+reads and rebuilds, Python's cyclic garbage collector is paused (:func:`_collector_paused`):
+a load makes tens of thousands of objects that all stay alive, and each collection the
+allocations would set off walks every one of them again (a fifth of a resume of 10k files).
 """
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +53,7 @@ import dagctx.nodes  # noqa: F401 - importing the package registers every node t
 from dagctx import _postgres
 from dagctx._fs import make_state_dir
 from dagctx._json import encode_json
+from dagctx._validate import is_finite
 from dagctx.checkpoint import Checkpoint, CheckpointStore
 from dagctx.context import Context, ContextConfig, ContextState
 from dagctx.errors import (
@@ -58,6 +64,7 @@ from dagctx.errors import (
 )
 from dagctx.graph import GraphData, StructureCheckpoint
 from dagctx.nodes.base import Node, NodeState
+from dagctx.nodes.registry import resolve_node_type
 from dagctx.runtime.coordination_pg import repository_identity
 from dagctx.session.file import (
     SessionData,
@@ -151,18 +158,33 @@ def load(
     if url is not None:
         here = Path("." if root is None else root).expanduser().resolve()
         plain, name, row = _postgres_target(url, here)
-        data = read_session_pg(plain, name)
-        session = _build(cls, data, here, row, store=plain)
+        with _collector_paused():
+            data = read_session_pg(plain, name)
+            session = _build(cls, data, here, row, store=plain)
         session._file_generations[row] = data.generation
         return session
     if path is None:
         base = Path("." if root is None else root).expanduser().resolve()
         path, root = base / SESSION_FILE, base
-    data = read_session_file(Path(path))
-    session = _build(cls, data, root, Path(path))
+    with _collector_paused():
+        data = read_session_file(Path(path))
+        session = _build(cls, data, root, Path(path))
     session._file_generations[_file_key(Path(path))] = data.generation
     _release_at_close(session)
     return session
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for the block (it runs again after, as it was
+    before: a program that had disabled it finds it disabled)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _release_at_close(session: Session) -> None:
@@ -173,22 +195,34 @@ def _release_at_close(session: Session) -> None:
 # -- session → data --------------------------------------------------------------------------
 
 
+_SESSION_COLUMNS = ("ref", "in_graph", "seq", "last_run", "tokens")
+"""What a session keeps of each node beside its type's columns (``tokens``: the
+section token counts, :meth:`~dagctx.projection.sections.SectionCache.saved`)."""
+
+
 def _dump(session: Session) -> SessionData:
     state = session.graph.dump()
     refs: dict[int, int] = {}  # id(node) → ref; a node shared by checkpoints is stored once
     nodes: list[tuple[int, bool, int, float | None, dict[str, Any]]] = []
+    # node type → (ref, in_graph, seq, last_run, tokens) and (node, snapshot) of each
+    columnar: dict[type[Node], tuple[list[tuple[Any, ...]], list[tuple[Node, Any]]]] = {}
 
     def ref_of(node: Node, in_graph: bool) -> int:
         if id(node) not in refs:
-            refs[id(node)] = len(nodes)
-            raw = node.to_dict()
+            ref = refs[id(node)] = len(refs)
             snapshot = node.snapshot()
+            counts = session.cache.saved(node.id) if in_graph else None
+            if snapshot is not None and type(node).column_keys:
+                session_rows, saved = columnar.setdefault(type(node), ([], []))
+                session_rows.append((ref, in_graph, node.seq, node.last_run, counts))
+                saved.append((node, snapshot))
+                return ref
+            raw = node.to_dict()
             if snapshot is not None:
                 raw["snapshot"] = snapshot
-            counts = session.cache.saved(node.id) if in_graph else None
             if counts is not None:
                 raw["tokens"] = counts
-            nodes.append((len(nodes), in_graph, node.seq, node.last_run, raw))
+            nodes.append((ref, in_graph, node.seq, node.last_run, raw))
         return refs[id(node)]
 
     for node in state.nodes:
@@ -206,6 +240,12 @@ def _dump(session: Session) -> SessionData:
         for saved in state.checkpoints
     ]
     context = _dump_context(session.context)
+    columns: dict[str, dict[str, Any]] = {}
+    for kind, (session_rows, saved) in columnar.items():
+        kept = [list(column) for column in zip(*session_rows, strict=True)]
+        block: dict[str, Any] = dict(zip(_SESSION_COLUMNS, kept, strict=True))
+        block.update(kind.to_columns(saved))
+        columns[kind.type_name] = block
     return SessionData(
         info={
             "root": str(session.root),
@@ -224,6 +264,7 @@ def _dump(session: Session) -> SessionData:
         checkpoints=checkpoints,
         traces=TraceRows(state.trace_log_id, state.trace_start, state.traces),
         context_checkpoints=context.pop("checkpoints"),
+        columns=columns,
     )
 
 
@@ -293,24 +334,29 @@ def _get(info: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
 
 def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> None:
     moved = str(session.root) != saved_root
-    by_ref: dict[int, Node] = {}
+    # ref → (node, in_graph, seq, last_run, saved token counts or None)
+    restored: dict[int, tuple[Node, Any, Any, Any, Any]] = {}
     for ref, in_graph, seq, last_run, raw in data.nodes:
         fields = raw.get("data") if isinstance(raw, dict) else None
         if isinstance(fields, dict) and "root" in fields:
-            if fields["root"] != saved_root:  # a tampered file: the node would read there
-                raise CheckpointError(
-                    f"session file {where}: node {raw.get('id')!r} reads files under"
-                    f" {fields['root']!r}, not under the session root {saved_root!r}",
-                    value=fields["root"],
-                )
+            _check_root(raw.get("id"), fields["root"], saved_root, where)
             if moved:
                 raw = {**raw, "data": {**fields, "root": str(session.root)}}
-        node = Node.from_dict(raw)
+        tokens = raw.get("tokens") if isinstance(raw, dict) else None
+        restored[ref] = (Node.from_dict(raw), in_graph, seq, last_run, tokens)
+    for type_name, block in data.columns.items():
+        for ref, entry in _from_columns(type_name, block, saved_root, session, where):
+            if ref in restored:
+                raise CheckpointError(f"session file {where} holds node {ref} twice", value=ref)
+            restored[ref] = entry
+    by_ref: dict[int, Node] = {}
+    for ref in sorted(restored):
+        node, in_graph, seq, last_run, tokens = restored[ref]
         node.last_run = last_run
         if in_graph:
             session.add(node)
-            if "tokens" in raw:
-                session.cache.restore(node, raw["tokens"])
+            if tokens is not None:
+                session.cache.restore(node, tokens)
         node.seq = seq
         by_ref[ref] = node
     checkpoints = [
@@ -340,6 +386,65 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
     session.turn = _get(data.info, "turn", int, where)
     session._trace_mark.position = trace_mark
     session.context = _load_context(data.info.get("context"), data.context_checkpoints, where)
+
+
+def _check_root(node_id: Any, root: Any, saved_root: str, where: str) -> None:
+    if root != saved_root:  # a tampered file: the node would read there
+        raise CheckpointError(
+            f"session file {where}: node {node_id!r} reads files under"
+            f" {root!r}, not under the session root {saved_root!r}",
+            value=root,
+        )
+
+
+def _from_columns(
+    type_name: str, block: Any, saved_root: str, session: Session, where: str
+) -> list[tuple[int, tuple[Node, Any, Any, Any, Any]]]:
+    """The nodes of one type saved as columns, each with its ref and what the session
+    keeps of it (as :func:`_fill` takes them); checked column by column.
+
+    Raises:
+        CheckpointError: a malformed block (naming the bad value), or a node reading
+            files under another root than the session's.
+        GraphError: an unknown type, or bad node fields (:meth:`Node.from_columns`).
+    """
+    what = f"session file {where}: the {type_name!r} nodes' columns"
+    if not isinstance(block, dict):
+        raise CheckpointError(f"{what} are not a JSON object: {block!r}", value=block)
+    kind = resolve_node_type(type_name)
+    kept: list[Any] = [block.get(key) for key in _SESSION_COLUMNS]
+    refs, in_graph, seqs, last_runs, tokens = kept
+    count = len(refs) if type(refs) is list else -1
+    for key, column in zip(_SESSION_COLUMNS, kept, strict=True):
+        if type(column) is not list or len(column) != count:
+            raise CheckpointError(f"{what} lack a list {key!r} of {count} values", value=column)
+        ok = _KEPT_CHECKS[key]
+        bad = next((value for value in column if not ok(value)), _GOOD)
+        if bad is not _GOOD:
+            raise CheckpointError(f"{what} hold a bad {key!r}: {bad!r}", value=bad)
+    if len(set(refs)) != count:
+        raise CheckpointError(f"{what} name a node ref twice", value=refs)
+    if "root" in block:
+        roots = block["root"]
+        if type(roots) is list:
+            for at, root in enumerate(roots):
+                if root != saved_root:
+                    node_id = block["id"][at] if type(block.get("id")) is list else None
+                    _check_root(node_id, root, saved_root, where)
+            if str(session.root) != saved_root:
+                block = {**block, "root": [str(session.root)] * len(roots)}
+    nodes = kind.from_columns(block)
+    return list(zip(refs, zip(nodes, in_graph, seqs, last_runs, tokens, strict=True), strict=True))
+
+
+_GOOD = object()
+_KEPT_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "ref": lambda v: type(v) is int,
+    "in_graph": lambda v: type(v) is bool,
+    "seq": lambda v: type(v) is int,
+    "last_run": lambda v: v is None or is_finite(v),
+    "tokens": lambda v: v is None or (type(v) is int and v >= 0),
+}
 
 
 def _structure_checkpoint(

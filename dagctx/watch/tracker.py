@@ -378,7 +378,7 @@ class TreeTracker:
         self.apply(plan)
         edited = 0
         for rel in sorted(touched):
-            edited += any([node.recompute() for node in self.session.text_nodes(rel)])
+            edited += any([node.recompute(edit=False) for node in self.session.text_nodes(rel)])
         kinds = (
             (edited, "edited"),
             (len(plan.created), "created"),
