@@ -18,9 +18,14 @@ from hypothesis import strategies as st
 from dagctx import CycleError, DagctxError, NodeState, Session
 from dagctx.graph import ContextGraph
 from dagctx.nodes.group import GroupNode
-from dagctx.projection import Projection, SectionCache, build_projection
+from dagctx.projection import Projection, SectionCache, allocation, build_projection
+from dagctx.projection.assembly import Body
+from dagctx.projection.bands import STABLE, ends
+from dagctx.projection.prefix import stable_prefix
+from dagctx.projection.result import Section
 from dagctx.projection.walk import walk
 from dagctx.tokens import get_encoding
+from dagctx.watch.scan import scan_tree
 
 ENC = get_encoding()
 STATES = ["COLLAPSED", "SUMMARY", "DETAILS", "ALL", "HIDDEN"]
@@ -167,6 +172,43 @@ class TestTurnCost:
                 alloc.top = None  # search again
                 assert alloc._top_file_slot() == kept
 
+    def test_no_top_file_in_the_scanned_slots_is_followed_too(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """When no whole file is among the last slots (directories fill them), entries
+        moving one slot on do not make the allocation search those slots again: only the
+        one that came in from below is looked at; the answer is a fresh search's."""
+        monkeypatch.setattr(allocation, "TOP_FILE_SCAN", 16)
+        for d in range(8):
+            (tmp_path / f"d{d}").mkdir()
+            for i in range(10):
+                (tmp_path / f"d{d}" / f"m{i}.py").write_text(content(i + d, 30))
+        searches = 0
+        search = allocation.Allocation._top_file_slot
+        caches: list[SectionCache] = []
+
+        def counted(self: allocation.Allocation) -> int:
+            nonlocal searches
+            searches += self.top is None and self.cache in caches  # not fresh()'s
+            return search(self)
+
+        monkeypatch.setattr(allocation.Allocation, "_top_file_slot", counted)
+        with Session(tmp_path, budget=1500) as s:
+            scan_tree(s, ".")
+            s.tick()
+            projector = s.cache.projector
+            assert projector is not None
+            caches.append(s.cache)
+            for turn in range(30):
+                rel = f"d{turn % 8}/m{turn * 3 % 10}.py"
+                (tmp_path / rel).write_text(content(turn + 100, 20 + turn % 7))
+                s.file_changed(rel)
+                r = s.tick()
+                alloc = projector._plans[1500].alloc  # type: ignore[attr-defined]
+                assert alloc.top == -1  # directories fill the last 16 slots
+                same(r.projection, fresh(s, 1500, r.changes))
+            assert searches <= 4  # after the slots were laid out again, not every turn
+
     def test_many_turns_of_changes_match_from_scratch(self, tmp_path: Path) -> None:
         """Enough turns that the degrade order runs out of room and is laid out again."""
         for i in range(12):
@@ -181,6 +223,96 @@ class TestTurnCost:
                 s.file_changed(f"m{k}.py")
                 r = s.tick()
                 same(r.projection, fresh(s, 700, r.changes if r.turn > 1 else []))
+
+
+# an entry shown (band, tokens, version) or not (None); its text's length is its tokens
+ENTRY = st.one_of(
+    st.none(), st.tuples(st.integers(STABLE, STABLE + 3), st.integers(1, 9), st.integers(0, 2))
+)
+
+
+def _shown(entry: tuple[int, int, int] | None, i: int) -> tuple[Section, str] | None:
+    if entry is None:
+        return None
+    band, tokens, version = entry
+    # a node's band changes only with its version, as a file's at its first edit
+    section = Section(f"n{i}", NodeState.ALL, NodeState.ALL, tokens, version=version * 4 + band)
+    return section, chr(97 + i % 26) * tokens
+
+
+class TestAssemblyKeepsItsSums:
+    """The body's band ends and the characters and tokens before each place are kept as
+    sections come and go, not summed over every shown section each turn."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        st.lists(ENTRY, min_size=1, max_size=12),
+        st.lists(st.lists(st.tuples(st.integers(0, 11), ENTRY), max_size=5), max_size=8),
+    )
+    def test_a_patched_body_equals_a_rebuilt_one(
+        self,
+        entries: list[tuple[int, int, int] | None],
+        turns: list[list[tuple[int, tuple[int, int, int] | None]]],
+    ) -> None:
+        n = len(entries)
+        body = Body(n)
+        body.rebuild(n, lambda i: (_shown(entries[i], i), entries[i][0] if entries[i] else 0))
+        for changes in turns:
+            for i, entry in changes:
+                entries[i % n] = entry
+            body.patch(
+                sorted({i % n for i, _ in changes}),
+                lambda i: None if entries[i] is None else _shown(entries[i], i)[0],  # type: ignore[index]
+                lambda i, _: _shown(entries[i], i)[1],  # type: ignore[index]
+                lambda i: entries[i][0],  # type: ignore[index]
+            )
+            fresh = Body(n)
+            fresh.rebuild(n, lambda i: (_shown(entries[i], i), entries[i][0] if entries[i] else 0))
+            sections, texts, offsets = body.ordered()
+            assert (sections, texts, offsets) == fresh.ordered()
+            bands = [STABLE] * len(body.texts) + [
+                b for b, _, _ in sorted(e for e in entries if e is not None and e[0] != STABLE)
+            ]
+            assert offsets == ends(texts, sorted(bands))
+            for first in [-1, *range(n)]:
+                before = [i for i in range(first if first >= 0 else n) if body.shown[i] == 1]
+                assert body.before(first) == (
+                    len(before),
+                    sum(len(_shown(entries[i], i)[1]) for i in before),  # type: ignore[index]
+                    sum(_shown(entries[i], i)[0].tokens for i in before),  # type: ignore[index]
+                )
+
+    def test_each_turns_stable_prefix_is_the_one_compared_from_the_start(
+        self, tmp_path: Path
+    ) -> None:
+        """The prefix a turn measures from what it knows did not change is the one found
+        by comparing every section with the previous text, and the band and block ends
+        are a fresh projection's."""
+        for i in range(30):
+            (tmp_path / f"m{i}.py").write_text(content(i, 12 + i % 9))
+        with Session(tmp_path, budget=1200) as s:
+            nodes = [s.text(f"m{i}.py") for i in range(30)]
+            s.group(*nodes[:15], state=NodeState.DETAILS)
+            s.group(*nodes[15:], state=NodeState.DETAILS)
+            s.topic("talk")
+            previous = s.tick().projection
+            projector = s.cache.projector
+            for turn in range(25):
+                k = (turn * 7) % 30
+                (tmp_path / f"m{k}.py").write_text(content(turn + 50, 5 + turn % 13))
+                s.file_changed(f"m{k}.py")
+                if turn % 6 == 5:
+                    s.message("user", f"message {turn}")
+                r = s.tick()
+                p = r.projection
+                sections, texts, _ = projector._plans[1200].body.ordered()  # type: ignore[attr-defined]
+                label = projector._label  # type: ignore[attr-defined]
+                assert (p.stable_prefix_tokens, p.prefix_break) == stable_prefix(
+                    p.text, p.tokens, sections, texts, previous, label
+                )
+                again = fresh(s, 1200, r.changes)
+                assert (p.band_ends, p.block_ends) == (again.band_ends, again.block_ends)
+                previous = p
 
 
 class TestCopyOnWriteCheckpoints:

@@ -615,8 +615,10 @@ class Allocation:
             return False
         lo, hi = placed
         if hi - lo > 1:  # the entries of lo..hi - 2 moved one slot on
-            if self.top == -1:
-                self.top = None
+            if self.top == -1:  # none in the scanned slots: only one can have come in
+                edge = self.cap - TOP_FILE_SCAN
+                if lo < edge < hi and self._whole_file(self.entry_at[edge]):
+                    self.top = self.entry_at[edge]
             phase, j, k = self.stop
             if lo <= j < hi:
                 self.stop = (phase, j + 1, k)

@@ -4,8 +4,10 @@ plus the "changes since last turn" section and the "left out" footer.
 :class:`Body` keeps the sections shown for one budget together with their texts: those of
 the stable band (:mod:`dagctx.projection.bands`) in a list in walk order, the later bands
 in a tail ordered by band, then walk order. A turn re-examines only the entries the
-allocation marked dirty; a Fenwick tree over walk positions gives each one's place in the
-list and the tokens before it (the stable prefix).
+allocation marked dirty; Fenwick trees over walk positions give each one's place in the
+list and the characters and tokens before it (the stable prefix), and the band ends are
+the stable band's length plus the tail's, so no part of a turn's assembly walks every
+shown section but the final join.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class Body:
     """The sections shown for one budget, in text order (see the module docstring)."""
 
     __slots__ = (
+        "chars",
         "count",
         "moved",
         "nodes",
@@ -86,6 +89,7 @@ class Body:
         self.shown = bytearray(n)  # 1: in the body list (stable band), 1 + band: in the tail
         self.count = Fenwick(n, "i")
         self.toks = Fenwick(n)
+        self.chars = Fenwick(n)  # the length of each stable section's text
         self.sections: list[Section] = []
         self.texts: list[str] = []
         self.tail: dict[int, tuple[Section, str]] = {}
@@ -100,7 +104,7 @@ class Body:
         ``section(i)`` gives entry ``i``'s section and text (or None) and its band."""
         self.__init__(n)  # type: ignore[misc]
         sections, texts, flags = self.sections, self.texts, self.shown
-        ones, tokens = [0] * n, [0] * n
+        ones, tokens, chars = [0] * n, [0] * n, [0] * n
         for i in range(n):
             shown, band = section(i)
             if shown is None:
@@ -114,11 +118,12 @@ class Body:
                 flags[i] = 1 + band
             else:
                 flags[i] = 1
-                ones[i], tokens[i] = 1, sec.tokens
+                ones[i], tokens[i], chars[i] = 1, sec.tokens, len(text)
                 sections.append(sec)
                 texts.append(text)
         self.count.load(ones)
         self.toks.load(tokens)
+        self.chars.load(chars)
         self.valid = True
 
     def patch(
@@ -129,7 +134,10 @@ class Body:
         band: Callable[[int], int],
     ) -> int:
         """Bring the ``dirty`` entries (ascending) up to date; return the walk index of the
-        first entry whose body section changed (or -1)."""
+        first entry whose text in the body list changed, was added or was taken out (or
+        -1): a section replaced by one with the same text (a container's new version
+        after a change below it) does not count, so the text before that index is the
+        previous turn's."""
         first = -1
         self.moved = False
         sections, texts = self.sections, self.texts
@@ -146,18 +154,22 @@ class Body:
                 old = sections[k]
                 if new == old:
                     continue
-                if first < 0:
-                    first = i
                 self.tokens -= old.tokens
                 self.unsafe -= _unsafe(texts[k])
                 self.toks.add(i, -old.tokens)
+                self.chars.add(i, -len(texts[k]))
                 if new is not None and band(i) == STABLE:  # shown before and now: in place
                     body = text(i, new)
+                    if first < 0 and body != texts[k]:  # not a new version of the same text
+                        first = i
                     sections[k], texts[k] = new, body
                     self.tokens += new.tokens
                     self.unsafe += _unsafe(body)
                     self.toks.add(i, new.tokens)
+                    self.chars.add(i, len(body))
                     continue
+                if first < 0:
+                    first = i
                 del sections[k]
                 del texts[k]
                 self.count.add(i, -1)
@@ -183,6 +195,7 @@ class Body:
             texts.insert(k, body)
             self.count.add(i, 1)
             self.toks.add(i, new.tokens)
+            self.chars.add(i, len(body))
             self.shown[i] = 1
             self.moved = True
         return first
@@ -198,16 +211,30 @@ class Body:
     def ordered(self) -> tuple[list[Section], list[str], tuple[list[int], list[int]]]:
         """The shown sections and their texts in text order (by band, then walk order),
         and the offsets where each band and each content block ends in their
-        concatenation (:func:`~dagctx.projection.bands.ends`)."""
+        concatenation (:func:`~dagctx.projection.bands.ends`; the stable band, one block,
+        from :attr:`chars`, so only the tail's texts are walked)."""
+        stable = self.chars.prefix(self.chars.n)
+        head = [stable] if self.texts else []
         if not self.tail:
-            texts = list(self.texts)
-            return list(self.sections), texts, ends(texts, [STABLE] * len(texts))
+            return list(self.sections), list(self.texts), (head, list(head))
         shown = self.shown
         order = sorted(self.tail, key=lambda i: (shown[i], i))
+        later = [self.tail[i][1] for i in order]
         sections = self.sections + [self.tail[i][0] for i in order]
-        texts = self.texts + [self.tail[i][1] for i in order]
-        bands = [STABLE] * len(self.texts) + [shown[i] - 1 for i in order]
-        return sections, texts, ends(texts, bands)
+        band_ends, block_ends = ends(later, [shown[i] - 1 for i in order])
+        return (
+            sections,
+            self.texts + later,
+            (head + [stable + e for e in band_ends], head + [stable + e for e in block_ends]),
+        )
+
+    def before(self, first: int) -> tuple[int, int, int]:
+        """(sections, characters, tokens) of the stable band before walk index ``first``
+        (the whole band when ``first`` is -1): what
+        :func:`~dagctx.projection.prefix.stable_prefix` takes as known when nothing
+        before ``first`` changed."""
+        at = self.count.n if first < 0 else first
+        return self.count.prefix(at), self.chars.prefix(at), self.toks.prefix(at)
 
 
 def _unsafe(text: str) -> int:

@@ -28,7 +28,7 @@ def stable_prefix(
     texts: Sequence[str],
     previous: Projection | None,
     label: Callable[[str], str],
-    known: int = 0,
+    known: tuple[int, int, int] = (0, 0, 0),
 ) -> tuple[int, str]:
     """(tokens, break) for ``text`` made of ``texts`` (one per section, in text order,
     followed by the changes section and the footer).
@@ -39,18 +39,17 @@ def stable_prefix(
     ``#id (label)`` (``label`` gives a node's label; the node there before instead when it
     moved further on and the one now there only closed the gap), :data:`TAIL` when every section is
     identical and only what follows them differs, :data:`UNCHANGED` when the whole text
-    is identical, :data:`NO_PREVIOUS` without a previous projection. ``known`` is a count
-    of leading sections the caller knows are unchanged (their texts are not compared).
+    is identical, :data:`NO_PREVIOUS` without a previous projection. ``known`` is (count,
+    characters, tokens) of leading sections the caller knows are unchanged (their texts
+    are neither compared nor measured).
     """
     if previous is None:
         return 0, NO_PREVIOUS
     old = previous.text
     if text == old:
         return tokens, UNCHANGED
-    known = min(known, len(sections))
-    offset = sum(map(len, texts[:known]))
-    tokens = sum(s.tokens for s in sections[:known])
-    for k in range(known, len(sections)):
+    first, offset, tokens = known
+    for k in range(first, len(sections)):
         end = offset + len(texts[k])
         if end > len(old) or old[offset:end] != texts[k]:
             nid = _breaker(sections, previous.sections, k)

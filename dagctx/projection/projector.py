@@ -369,10 +369,7 @@ class Projector:
         if tokens > budget:  # the sum was not exact: let the careful path drop sections
             body.valid = False
             return self._assemble_slow(plan, budget, changes_text, changes_tokens, previous)
-        if previous is plan.last and first != 0:
-            known = body.count.prefix(first) if first > 0 else len(body.sections)
-        else:
-            known = 0
+        known = body.before(first) if previous is plan.last and first != 0 else (0, 0, 0)
         stable, broken = stable_prefix(text, tokens, sections, texts, previous, self._label, known)
         return Projection(
             text,
