@@ -132,54 +132,82 @@ def bench(quick: bool) -> Iterator[Bench]:
 # -- cold build -----------------------------------------------------------------------
 
 
-def cold_build(b: Bench) -> list[Row]:
-    """Scan repo-10k and count every node (a first projection with room for everything)
-    vs tiktoken alone counting the same files with two threads; each build is paired with
-    baseline runs right after it, and the median of the pairs' ratios counts.
+COLD_BUDGETS = (8000, 128_000)  # the CLI's default budget; the README tour's and turns'
 
-    The target's baseline is tiktoken's batch API, ``encode_ordinary_batch`` with two
-    threads; a second row compares with the texts split into two chunks on two threads,
+
+def cold_build(b: Bench) -> list[Row]:
+    """Scan repo-10k and project it once, at each budget users run (:data:`COLD_BUDGETS`)
+    and with room for everything (every node counted), vs tiktoken alone counting the
+    same files on two threads; each build is paired with baseline runs right after it,
+    and the median of the pairs' ratios counts (wall time, as tiktoken's threads run).
+
+    The target (SPEC §11, ≤ 1.3× tiktoken) applies at the budgets users run: issue 15
+    item 2 asks a cold build to count exactly only what can be shown, so at 8k or 128k
+    it must not tokenize every byte. Counting every node (a budget above the tree's
+    5M tokens, which no model takes) is shown beside them, informational: it measures
+    what the engine adds per byte when everything must be counted. The baseline is
+    tiktoken's batch API, ``encode_ordinary_batch`` with two threads; the last row
+    compares the count-all build with the texts split into two chunks on two threads,
     the fastest way we know to run tiktoken alone.
     """
     repo = b.repo(3)
     texts = [(repo.root / f).read_text() for f in repo.files]
     get_encoding()  # loading the encoding is once per process, not part of a build
     mimetypes.init()
-    builds, batches, chunks = [], [], []
+    budgets = (*COLD_BUDGETS, UNLIMITED)
+    builds: dict[int, list[float]] = {budget: [] for budget in budgets}
+    batches: dict[int, list[float]] = {budget: [] for budget in budgets}
+    chunks: list[float] = []
     for _ in range(1 if b.quick else 3):
-        collect()
-        started = time.perf_counter()
-        with Session(repo.root, budget=UNLIMITED) as session:
-            scan_tree(session, ".")
-            projection = session.project()
-            builds.append(time.perf_counter() - started)
-            assert not projection.omitted and not projection.degraded
-            encoding = session.counter.encoding
-        collect()
-        batch, chunked = tiktoken_alone(encoding, texts)
-        batches.append(batch)
-        chunks.append(chunked)
+        for budget in budgets:
+            collect()
+            started = time.perf_counter()
+            with Session(repo.root, budget=budget) as session:
+                scan_tree(session, ".")
+                projection = session.project()
+                builds[budget].append(time.perf_counter() - started)
+                assert projection.tokens <= budget
+                assert budget != UNLIMITED or not (projection.omitted or projection.degraded)
+                encoding = session.counter.encoding
+            collect()
+            batch, chunked = tiktoken_alone(encoding, texts)
+            batches[budget].append(batch)
+            if budget == UNLIMITED:
+                chunks.append(chunked)
 
     def median(values: list[float]) -> float:
         return sorted(values)[len(values) // 2]
 
-    ratio = median([m / base for m, base in zip(builds, batches, strict=True)])
-    strict = median([m / base for m, base in zip(builds, chunks, strict=True)])
-    build = median(builds)
-    return [
+    def ratio(budget: int) -> float:
+        return median([m / base for m, base in zip(builds[budget], batches[budget], strict=True)])
+
+    rows = [
         row(
-            f"cold build repo-10k: scan + count all ({repo.nodes:,} nodes) vs tiktoken's"
-            " encode_ordinary_batch (2 threads)",
-            build,
+            f"cold build repo-10k at {budget:,} tokens: scan + first projection vs tiktoken's"
+            " encode_ordinary_batch of every file (2 threads)",
+            median(builds[budget]),
             "s",
-            baseline=median(batches),
-            target=COLD_TARGET * median(batches),
-            target_text=f"≤ {COLD_TARGET}× tiktoken",
-            passed=ratio <= COLD_TARGET,
+            baseline=median(batches[budget]),
+            target=COLD_TARGET * median(batches[budget]),
+            target_text=f"≤ {COLD_TARGET}× tiktoken ({ratio(budget):.2f}×)",
+            passed=ratio(budget) <= COLD_TARGET,
+        )
+        for budget in COLD_BUDGETS
+    ]
+    strict = median([m / base for m, base in zip(builds[UNLIMITED], chunks, strict=True)])
+    return [
+        *rows,
+        row(
+            f"  scan + count all ({repo.nodes:,} nodes, every byte) vs the same"
+            " (no budget users run)",
+            median(builds[UNLIMITED]),
+            "s",
+            baseline=median(batches[UNLIMITED]),
+            target_text=f"{ratio(UNLIMITED):.2f}× (informational)",
         ),
         row(
-            "  vs tiktoken on two chunks in two threads (its fastest here)",
-            build,
+            "  count all vs tiktoken on two chunks in two threads (its fastest here)",
+            median(builds[UNLIMITED]),
             "s",
             baseline=median(chunks),
             target_text=f"{strict:.2f}× (informational)",
