@@ -324,3 +324,25 @@ def test_random_trees_agree_with_git(
         if chosen:
             git(root, "add", "-f", *chosen)
         assert dagctx_view(root) == git_view(root)
+
+
+class TestPlainDirectories:
+    def test_a_walk_asks_the_rules_only_where_a_rule_is_in_force(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        for directory in ("a", "b"):
+            (tmp_path / directory).mkdir()
+            for name in ("keep.py", "skip.log", "__pycache__"):
+                (tmp_path / directory / name).write_text("x\n")
+        (tmp_path / "b" / ".gitignore").write_text("*.log\n")
+        asked: list[str] = []
+        original = TreeFilter._keeps_file_in
+
+        def counting(self: TreeFilter, state: object, rel_dir: str, rel: str, name: str) -> bool:
+            asked.append(rel)
+            return original(self, state, rel_dir, rel, name)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(TreeFilter, "_keeps_file_in", counting)
+        walked = {rel for rel, is_dir in TreeFilter(tmp_path).walk(tmp_path) if not is_dir}
+        assert walked == {"a/keep.py", "a/skip.log", "b/.gitignore", "b/keep.py"}
+        assert asked and all(rel.startswith("b/") for rel in asked)

@@ -346,6 +346,20 @@ class TreeFilter:
             return True
         return state is _Dir.OPEN and not self._ignored_in(self._chain(rel_dir), rel, name, False)
 
+    def _plain(self, state: _Dir, rel_dir: str) -> bool:
+        """Whether no rule can leave out a file of the directory but its name (an
+        entered directory, no ignore file in force, no include or exclude patterns, no
+        ignored outputs): :meth:`_keeps_file_in` then keeps every file not in
+        ``ALWAYS_SKIPPED``, so a walk need not ask it file by file."""
+        return (
+            state is _Dir.OPEN
+            and not self._outputs
+            and not self.exclude
+            and not self.include
+            and self._exclude is None
+            and not self._chain(rel_dir)
+        )
+
     def _is_output(self, rel: str) -> bool:
         absolute = self.root / rel
         for out in self._outputs:
@@ -402,6 +416,7 @@ class TreeFilter:
             self.unreadable.pop(rel_dir, None)
             subdirs = []
             state = self._state(rel_dir)
+            plain = self._plain(state, rel_dir)
             for entry in entries:
                 name = entry.name
                 rel = f"{rel_dir}/{name}" if rel_dir else name
@@ -410,8 +425,10 @@ class TreeFilter:
                 if entry.is_dir(follow_symlinks=False):
                     if self.keeps_dir(rel):
                         subdirs.append((entry.path, rel))
-                elif entry.is_file(follow_symlinks=False) and self._keeps_file_in(
-                    state, rel_dir, rel, name
+                elif entry.is_file(follow_symlinks=False) and (
+                    name not in ALWAYS_SKIPPED
+                    if plain
+                    else self._keeps_file_in(state, rel_dir, rel, name)
                 ):
                     yield rel, False
             stack.extend(reversed(subdirs))
