@@ -1,5 +1,5 @@
-"""``python -m benchmarks.relevance [--quick | --limit N]``: does the projection show what
-a real task needs? (issue 13, "Measure").
+"""``python -m benchmarks.relevance [--quick | --limit N] [--skip N]``: does the projection
+show what a real task needs? (issue 13, "Measure").
 
 Each task of ``benchmarks/relevance_tasks.json`` is a commit of a real repository: its
 message is the task, the non-test source files it modified are the truth, and its
@@ -294,19 +294,21 @@ class Aider:
 # -- the run --------------------------------------------------------------------------
 
 
-def select(tasks: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
-    """The first ``limit`` tasks taken round-robin across repositories (all without one)."""
-    if limit is None or limit >= len(tasks):
+def select(tasks: list[dict[str, Any]], limit: int | None, skip: int = 0) -> list[dict[str, Any]]:
+    """The first ``limit`` tasks taken round-robin across repositories (all without one),
+    after the first ``skip`` of that order: ``skip=80`` gives the tasks ``limit=80``
+    leaves out. All tasks in their own order when neither is given."""
+    if skip <= 0 and (limit is None or limit >= len(tasks)):
         return tasks
     queues: dict[str, list[dict[str, Any]]] = {}
     for task in tasks:
         queues.setdefault(task["repository"], []).append(task)
-    chosen: list[dict[str, Any]] = []
-    while len(chosen) < limit:
+    order: list[dict[str, Any]] = []
+    while len(order) < len(tasks):
         for queue in queues.values():
-            if queue and len(chosen) < limit:
-                chosen.append(queue.pop(0))
-    return chosen
+            if queue:
+                order.append(queue.pop(0))
+    return order[skip:] if limit is None else order[skip : skip + limit]
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -407,9 +409,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_TASKS} tasks")
     parser.add_argument("--limit", type=int, help="the first N tasks (round-robin by repo)")
+    parser.add_argument(
+        "--skip", type=int, default=0, help="leave out the first N of that order (--skip 80)"
+    )
     args = parser.parse_args(argv)
     limit = args.limit if args.limit is not None else QUICK_TASKS if args.quick else None
-    tasks = select(json.loads(TASKS.read_text(encoding="utf-8")), limit)
+    tasks = select(json.loads(TASKS.read_text(encoding="utf-8")), limit, args.skip)
     mirrors_env = os.environ.get("DAGCTX_MIRRORS")
     mirrors = Path(mirrors_env) if mirrors_env else None
     aider_python = Path(os.environ.get("DAGCTX_AIDER_PYTHON") or DEFAULT_AIDER_PYTHON)

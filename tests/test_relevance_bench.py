@@ -166,6 +166,14 @@ def test_select_round_robin_across_repositories() -> None:
     assert select(tasks, None) == tasks
 
 
+def test_skip_gives_the_tasks_a_limit_leaves_out() -> None:
+    tasks = [{"repository": r, "n": i} for r in ("a", "b", "c") for i in range(3 if r < "c" else 1)]
+    first, rest = select(tasks, 4), select(tasks, None, skip=4)
+    assert [(t["repository"], t["n"]) for t in rest] == [("b", 1), ("a", 2), ("b", 2)]
+    assert sorted(map(str, first + rest)) == sorted(map(str, tasks))
+    assert select(tasks, 2, skip=4) == rest[:2]
+
+
 def test_misses_names_each_missed_target() -> None:
     cell = {"content": 1.0, "any": 1.0, "over_budget": 0}
     summary = {"dagctx": {str(b): dict(cell) for b in (4000, 8000, 16000, 32000)}}
