@@ -69,6 +69,44 @@ class TestTextNode:
         rendered = TextNode("doc.md", root=tmp_path).render()
         assert rendered.count("````") == 2
 
+    def test_nodes_read_alike_share_a_spec_and_each_keeps_its_own_fields(
+        self, project: Path
+    ) -> None:
+        a, b = TextNode("src/auth.py", root=project), TextNode("src/db.py", root=project)
+        part = TextNode("src/auth.py", root=str(project), start_line=2, max_bytes=99)
+        assert a._spec is b._spec  # one tuple, not six fields per node
+        assert (a.root, a.start_line, a.end_line, a.max_bytes) == (
+            project.resolve(),
+            None,
+            None,
+            1_000_000,
+        )
+        assert (a.media_type, a.include_secrets) == ("text/x-python", False)
+        assert (part.start_line, part.end_line, part.max_bytes) == (2, None, 99)
+        b.media_type = "text/plain"  # a rename sets it (watch.tracker)
+        assert (a.media_type, b.media_type) == ("text/x-python", "text/plain")
+        assert b.to_dict()["data"]["media_type"] == "text/plain"
+        again = Node.from_dict(part.to_dict())
+        assert again.to_dict() == part.to_dict() and again.lines == part.lines
+
+    def test_total_bytes_is_the_size_at_the_last_read_that_got_that_far(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "a.txt"
+        path.write_text("alpha\n")
+        node = TextNode("a.txt", root=tmp_path)
+        assert node.total_bytes == 6
+        path.write_text("a longer text\n")
+        assert node.recompute() and node.total_bytes == 14
+        path.unlink()  # nothing read: the last size stays
+        assert node.recompute() and node.total_bytes == 14
+        path.write_bytes(b"\x00" * 50)
+        assert node.recompute() and node.total_bytes == 50
+        snapshot = node.snapshot()
+        assert snapshot is not None and snapshot["bytes"] == 50
+        (tmp_path / ".env").write_text("KEY=1\n")  # withheld: never read, never sized
+        assert TextNode(".env", root=tmp_path).total_bytes == 0
+
     def test_round_trip(self, project: Path) -> None:
         node = TextNode("src/auth.py", root=project, start_line=1, end_line=2, priority=7)
         node.id = "text_9"

@@ -60,7 +60,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar, TypeVar
+from typing import Any, BinaryIO, ClassVar, Generic, TypeVar, overload
 
 from dagctx._fs import (
     SNIFF_BYTES,
@@ -243,8 +243,52 @@ def _resolved_root(root: str) -> Path:
     return _resolved(root, "" if os.path.isabs(root) else os.getcwd())
 
 
+#: Distinct specs (see :class:`TextNode`) shared between nodes, at most this many.
+SPECS_KEPT = 1024
+_specs: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+def _shared_spec(spec: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An equal spec already in use (one tuple for the files of a tree read alike), or
+    ``spec`` itself, kept for the next nodes while fewer than :data:`SPECS_KEPT` are."""
+    kept = _specs.get(spec)
+    if kept is not None:
+        return kept
+    if len(_specs) < SPECS_KEPT:
+        _specs[spec] = spec
+    return spec
+
+
+class _SpecField(Generic[_V]):
+    """An attribute of a text node kept in its spec tuple, at ``index``."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    @overload
+    def __get__(self, node: None, owner: type[Any]) -> _SpecField[_V]: ...
+    @overload
+    def __get__(self, node: TextNode, owner: type[Any]) -> _V: ...
+    def __get__(self, node: TextNode | None, owner: type[Any]) -> Any:
+        return self if node is None else node._spec[self.index]
+
+    def __set__(self, node: TextNode, value: _V) -> None:
+        spec = list(node._spec)
+        spec[self.index] = value
+        node._spec = _shared_spec(tuple(spec))
+
+
 class TextNode(Node):
-    """File content, optionally lines ``start_line``..``end_line`` (1-based, inclusive)."""
+    """File content, optionally lines ``start_line``..``end_line`` (1-based, inclusive).
+
+    What says how the file is read (``root``, ``start_line``, ``end_line``,
+    ``media_type``, ``max_bytes``, ``include_secrets``) is one tuple, the *spec*, shared
+    by the nodes that read alike (the files of a scanned tree differ only by media
+    type): one slot per node instead of six. ``total_bytes`` is the size in the stat
+    key unless the file's size differed from it when it was read.
+    """
 
     type_name: ClassVar[str] = "text"
     default_state: ClassVar[NodeState] = NodeState.DETAILS
@@ -257,21 +301,23 @@ class TextNode(Node):
         "_chars",
         "_digest",
         "_n",
+        "_size",
+        "_spec",
         "_stale",
         "_stat",
         "edited",
-        "end_line",
-        "include_secrets",
-        "max_bytes",
-        "media_type",
         "notice",
         "path",
         "placeholder",
         "redacted",
-        "root",
-        "start_line",
-        "total_bytes",
     )
+
+    root: _SpecField[Path] = _SpecField(0)
+    start_line: _SpecField[int | None] = _SpecField(1)
+    end_line: _SpecField[int | None] = _SpecField(2)
+    media_type: _SpecField[str] = _SpecField(3)
+    max_bytes: _SpecField[int] = _SpecField(4)
+    include_secrets: _SpecField[bool] = _SpecField(5)
 
     def __init__(
         self,
@@ -300,13 +346,12 @@ class TextNode(Node):
         include_secrets: bool,
     ) -> None:
         """Set the fields that say what to read, and an empty content (not read yet)."""
-        self.root = _resolved_root(os.fspath(root))
         self.path = _posix(path)
-        self.start_line = start_line
-        self.end_line = end_line
-        self.media_type = media_type or mimetypes.guess_type(self.path)[0] or "text/plain"
-        self.max_bytes = max_bytes
-        self.include_secrets = include_secrets
+        media_type = media_type or mimetypes.guess_type(self.path)[0] or "text/plain"
+        self._spec = _shared_spec(
+            (_resolved_root(os.fspath(root)), start_line, end_line, media_type, max_bytes,
+             include_secrets)
+        )  # fmt: skip
         self.redacted: str | None = None  # what redaction replaced in the lines shown
         self._body: str | None = ""  # the lines shown, "\n"-joined (None: not read yet)
         self._chars = 0  # while not read yet: the length of the text shown
@@ -316,10 +361,30 @@ class TextNode(Node):
         self.placeholder: str | None = None
         self.notice: str | None = None
         self._stat: StatKey | None = None
-        self.total_bytes = 0
+        self._size: int | None = 0  # None: the size in _stat
         self.edited = False  # whether a re-read this session found the content changed
 
     # -- reading ----------------------------------------------------------------------
+
+    @property
+    def total_bytes(self) -> int:
+        """The file's size when it was last read (0: never read)."""
+        size = self._size
+        if size is None:
+            assert self._stat is not None
+            return self._stat & _SIZE_MASK
+        return size
+
+    @total_bytes.setter
+    def total_bytes(self, size: int) -> None:
+        self._size = size
+
+    def _set_stat(self, key: StatKey | None) -> None:
+        """Adopt ``key`` as the stat key of the read shown, keeping :attr:`total_bytes`
+        (no int of its own while it is the key's size)."""
+        size = self.total_bytes
+        self._stat = key
+        self._size = None if key is not None and key & _SIZE_MASK == size else size
 
     @property
     def abspath(self) -> Path:
@@ -433,7 +498,7 @@ class TextNode(Node):
     def _load(self, read: ReadResult) -> bool:
         """Adopt a read result; return whether what the node shows changed."""
         key, placeholder, lines, notice, redacted = read
-        self._stat = key
+        self._set_stat(key)
         text, n = "\n".join(lines), len(lines)
         if (placeholder, notice, n) == (self.placeholder, self.notice, self._n) and self._shows(
             text
@@ -802,14 +867,14 @@ class TextNode(Node):
             node, path, root, start, end, media, most, secrets, stat, *shown = row
             placeholder, notice, redacted, n, chars, size, digest, edited = shown
             assert isinstance(node, TextNode)
-            node.root, node.path = roots[root], _posix(path)
-            node.start_line, node.end_line = start, end
-            node.media_type = media or guess(node.path)[0] or "text/plain"
-            node.max_bytes = DEFAULT_MAX_BYTES if most is None else most
-            node.include_secrets, node.edited = bool(secrets), edited
-            node._stat = None if stat is None else pack_stat(*stat)
+            node.path = _posix(path)
+            media = media or guess(node.path)[0] or "text/plain"
+            most = DEFAULT_MAX_BYTES if most is None else most
+            node._spec = _shared_spec((roots[root], start, end, media, most, bool(secrets)))
+            node.edited = edited
             node.placeholder, node.notice, node.redacted = placeholder, notice, redacted
-            node._n, node.total_bytes, node._chars, node._stale = n, size, chars, False
+            node._n, node._size, node._chars, node._stale = n, size, chars, False
+            node._set_stat(None if stat is None else pack_stat(*stat))
             if n == 0:  # nothing shown: nothing to read
                 node._body, node._digest = "", None
             else:
@@ -826,7 +891,8 @@ class TextNode(Node):
         if not (same and _digest(text) == self._digest):
             self.placeholder, self.notice, self._n = placeholder, notice, len(lines)
             self._stale = True
-        self._stat, self.redacted, self._body, self._digest = key, redacted, text, None
+        self.redacted, self._body, self._digest = redacted, text, None
+        self._set_stat(key)
         return text
 
     def data_dict(self) -> dict[str, Any]:
