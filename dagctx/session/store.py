@@ -16,8 +16,12 @@ Nodes are rebuilt through the type registry (:meth:`Node.from_dict`), so a new n
 needs nothing here. A node that offers a :meth:`~dagctx.nodes.base.Node.snapshot` of what
 it read (a text node: the stat key, line count and a digest of the text) is saved with it
 and restored from it without reading its file (the text is read on first use; comparing
-the snapshot with the disk is the watch's business, :mod:`dagctx.watch.tracker`); any
-other node whose content comes from a file re-reads it on load. The section token counts
+the snapshot with the disk is the watch's business, :mod:`dagctx.watch.tracker`); when
+its type has columns (:attr:`~dagctx.nodes.base.Node.column_keys`) the nodes of that
+type are saved together as one block of columns and rebuilt by
+:meth:`~dagctx.nodes.base.Node.from_columns`, which checks each field once per column
+instead of once per node. Any other node whose content comes from a file re-reads it
+on load. The section token counts
 of each node (:meth:`~dagctx.projection.sections.SectionCache.saved`) are saved with it
 and restored for its saved version, so a resumed session does not count unchanged
 sections again (the projection still proves the budget on its final text). What a
