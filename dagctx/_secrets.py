@@ -66,7 +66,10 @@ _PEM = re.compile(
     r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----\r?\n(.*?)\r?\n-----END \1-----",
     re.DOTALL,
 )
-_PART = re.compile(r"(?<![A-Za-z0-9+=])(?=[A-Za-z0-9+=]{16})(?=[A-Za-z+=]*\d)[A-Za-z0-9+=]+")
+# A whole run of 16 or more token characters (possessive: a run shorter than 16 is passed
+# over at once); whether it holds a digit is checked on the match.
+_PART = re.compile(r"(?<![A-Za-z0-9+=])[A-Za-z0-9+=]{16,}+")
+_DIGITS = frozenset(string.digits)
 _SPECIAL = re.compile(r"://[^\s/:@]+:[^\s/@]+@|BEGIN [A-Z ]*PRIVATE KEY")
 _RUN = re.compile(r"[A-Za-z0-9+/=_.\-]{20}")
 _RUN_END = re.compile(r"[A-Za-z0-9+/=_.\-]*")
@@ -189,17 +192,21 @@ def _candidate_lines(text: str) -> list[str]:
     starts: dict[int, int] = {}
     for match in _PART.finditer(text):
         part = match.group()
-        if part.strip(string.hexdigits) and not part.isdigit():
+        if part.strip(string.hexdigits) and not part.isdigit() and not _DIGITS.isdisjoint(part):
             first, end = _line_at(text, match.start())
             starts[first] = end
-    for match in _SPECIAL.finditer(text):
-        first, end = _line_at(text, match.start())
-        starts[first] = end
+    if "://" in text or "PRIVATE KEY" in text:  # what every _SPECIAL match holds
+        for match in _SPECIAL.finditer(text):
+            first, end = _line_at(text, match.start())
+            starts[first] = end
     lowered = text.lower()
     named = (
         _KEYWORD_LOWER.finditer(lowered) if len(lowered) == len(text) else _KEYWORD.finditer(text)
     )
+    end = -1  # where the line of the last match ends (matches come in order)
     for match in named:
+        if match.start() < end:
+            continue  # on the line just checked
         first, end = _line_at(text, match.start())
         if first not in starts and _RUN.search(text, first, end):
             starts[first] = end

@@ -409,3 +409,75 @@ class TestKnowledge:
         reply = str(asyncio.run(tool.execute(name="ops", text=f"blimp token: {GITHUB}\n")))
         assert "redacted" not in reply
         assert GITHUB in search_knowledge(ctx, "blimp token")
+
+
+_PIECES = st.sampled_from(
+    [
+        "a", "Z", "0", "7", "+", "=", "/", ".", "_", "-", " ", "\n", "Key", "TOKEN",
+        "password", "secret", "cred", "://", "user:pw@", "BEGIN RSA PRIVATE KEY",
+        "AKIAIOSFODNN7EXAMPLE", "deadbeef" * 3, "abcdefghijklmnop", "q1w2e3r4t5y6u7i8o9",
+        "1234567890123456", "x" * 20,
+    ]
+)  # fmt: skip
+
+
+def _reference_candidate_lines(text: str) -> list[str]:
+    """The candidate lines as the first implementation found them: one regex per kind
+    of line, every match looked at (the spec the faster scan must keep)."""
+    import re
+    import string
+
+    part = re.compile(r"(?<![A-Za-z0-9+=])(?=[A-Za-z0-9+=]{16})(?=[A-Za-z+=]*\d)[A-Za-z0-9+=]+")
+    special = re.compile(r"://[^\s/:@]+:[^\s/@]+@|BEGIN [A-Z ]*PRIVATE KEY")
+    run = re.compile(r"[A-Za-z0-9+/=_.\-]{20}")
+    keyword = re.compile(r"(?i)pass|pwd|secret|token|key|auth|cred")
+
+    def line_at(at: int) -> tuple[int, int]:
+        end = text.find("\n", at)
+        return text.rfind("\n", 0, at) + 1, len(text) if end == -1 else end
+
+    starts: dict[int, int] = {}
+    for match in part.finditer(text):
+        found = match.group()
+        if found.strip(string.hexdigits) and not found.isdigit():
+            first, end = line_at(match.start())
+            starts[first] = end
+    for match in special.finditer(text):
+        first, end = line_at(match.start())
+        starts[first] = end
+    for match in keyword.finditer(text):
+        first, end = line_at(match.start())
+        if first not in starts and run.search(text, first, end):
+            starts[first] = end
+    return list(dict.fromkeys(text[first : starts[first]] for first in sorted(starts)))
+
+
+class TestCandidateLines:
+    @settings(max_examples=400, deadline=None)
+    @given(pieces=st.lists(_PIECES, max_size=40))
+    def test_the_lines_a_detector_could_flag_are_those_of_the_reference_scan(
+        self, pieces: list[str]
+    ) -> None:
+        from dagctx._secrets import _candidate_lines
+
+        text = "".join(pieces)
+        assert _candidate_lines(text) == _reference_candidate_lines(text)
+
+    def test_a_text_without_a_url_or_key_header_is_not_searched_for_them(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import dagctx._secrets as secrets_module
+
+        searched: list[str] = []
+        pattern = secrets_module._SPECIAL
+
+        class Counting:
+            def finditer(self, text: str):  # type: ignore[no-untyped-def]
+                searched.append(text)
+                return pattern.finditer(text)
+
+        monkeypatch.setattr(secrets_module, "_SPECIAL", Counting())
+        secrets_module._candidate_lines("def f(x):\n    return x + 1\n" * 50)
+        assert searched == []
+        found = secrets_module._candidate_lines("url = 'https://user:hunter2@example.com'\n")
+        assert searched and found == ["url = 'https://user:hunter2@example.com'"]
