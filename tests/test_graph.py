@@ -11,12 +11,13 @@ import sys
 from collections import Counter
 
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from dagctx import CheckpointError, CycleError, GraphError, NodeNotFoundError
 from dagctx.graph import ContextGraph
+from dagctx.graph._adjacency import SMALL_ROW
 from dagctx.nodes.base import Node, NodeState
 
 ORDER: list[str] = []
@@ -129,6 +130,40 @@ class TestStructure:
         g.unlink(p, c)
         assert (g.parents(a), g.parents(b), g.parents(c)) == ([p], [p, q], [])
         assert g.roots() == [p, q, c]
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(st.sampled_from(["append", "insert", "unlink", "remove"]), st.integers()),
+            max_size=80,
+        )
+    )
+    def test_a_row_of_children_keeps_its_order_as_it_grows_past_a_tuple_and_shrinks(
+        self, ops: list[tuple[str, int]]
+    ) -> None:
+        # a row is a tuple up to SMALL_ROW children and a dict beyond, both ways
+        g = ContextGraph()
+        parent = g.add(Probe())
+        pool = [g.add(Probe()) for _ in range(2 * SMALL_ROW + 4)]
+        model: list[Node] = []
+        for op, k in ops:
+            outside = [n for n in pool if n not in model and n.graph is g]
+            if op in ("append", "insert") and outside:
+                child = outside[k % len(outside)]
+                if op == "append":
+                    g.link(parent, child)
+                    model.append(child)
+                else:
+                    g.link(parent, child, index=k % (len(model) + 1))
+                    model.insert(k % (len(model) + 1), child)
+            elif op == "unlink" and model:
+                child = model.pop(k % len(model))
+                g.unlink(parent, child)
+            elif op == "remove" and model:
+                g.remove(model.pop(k % len(model)))
+            assert g.children(parent) == model
+            assert all(g.parents(child) == [parent] for child in model)
+            assert g.child_count(parent) == len(model)
 
 
 class TestBadInput:

@@ -7,10 +7,12 @@ row costs a dict lookup (the cascade, the walk and the checkpoints read them on 
 change).
 
 The rows are lean because a graph of files has one row pair per node: a node without
-children shares one empty tuple, a parent's children are a dict (ordered, O(1) membership
-and removal, whatever the fan-out), and a node's parents are a tuple (most nodes have one
-or two; a new tuple per link or unlink of that node, except that children whose only
-parent is the same node share one). That is about a third of what a
+children shares one empty tuple, a parent's children are a tuple while there are at most
+:data:`SMALL_ROW` of them (a directory's files; a new tuple per link or unlink, of at most
+that many ids) and a dict beyond (ordered, O(1) membership and removal, whatever the
+fan-out), and a node's parents are a tuple (most nodes have one or two; a new tuple per
+link or unlink of that node, except that children whose only parent is the same node
+share one). That is about a third of what a
 networkx ``DiGraph`` spends per node and edge (a dict per node per direction and a dict
 per edge end). networkx stays the engine of graph algorithms: :attr:`~Adjacency.digraph`
 builds a ``DiGraph`` with the same nodes and edges, both orders included, when one is
@@ -32,6 +34,13 @@ Row = Collection[str]
 """A node's children (or parents): ids in order, supporting ``in`` and ``len``."""
 
 _NONE: tuple[str, ...] = ()
+#: Children kept in a tuple up to this many (a third of a dict's bytes), in a dict beyond.
+SMALL_ROW = 16
+
+
+def _row(kids: Collection[str]) -> dict[str, None] | tuple[str, ...]:
+    """A row of children in order: a tuple while it is small, a dict beyond."""
+    return tuple(kids) if len(kids) <= SMALL_ROW else dict.fromkeys(kids)
 
 
 class Adjacency:
@@ -96,13 +105,8 @@ class Adjacency:
         """Remove a node and every edge at it."""
         for child in self._children.pop(node_id):
             self._drop_parent(child, node_id)
-        children = self._children
         for parent in self._parents.pop(node_id):
-            kids = children[parent]
-            assert isinstance(kids, dict)
-            del kids[node_id]
-            if not kids:
-                children[parent] = _NONE
+            self._drop_child(parent, node_id)
 
     def add_edge(self, parent: str, child: str) -> None:
         """Append ``child`` to the children of ``parent`` (and ``parent`` to its parents);
@@ -114,7 +118,7 @@ class Adjacency:
         if isinstance(kids, dict):
             kids[child] = None
         else:
-            self._children[parent] = {child: None}
+            self._children[parent] = _row((*kids, child))
 
     def add_edges(self, edges: Iterable[tuple[str, str]]) -> None:
         """Add edges in the given order (which fixes both children and parents order)."""
@@ -123,11 +127,7 @@ class Adjacency:
 
     def remove_edge(self, parent: str, child: str) -> None:
         """Remove the edge ``parent → child`` (which must exist)."""
-        kids = self._children[parent]
-        assert isinstance(kids, dict)
-        del kids[child]
-        if not kids:
-            self._children[parent] = _NONE
+        self._drop_child(parent, child)
         self._drop_parent(child, parent)
 
     def insert_child(self, parent: str, child: str, position: int) -> None:
@@ -136,7 +136,7 @@ class Adjacency:
         order = list(self._children[parent])
         self._parents[child] = self._with_parent(child, parent, order)
         order.insert(position, child)
-        self._children[parent] = dict.fromkeys(order)
+        self._children[parent] = _row(order)
 
     def clear_children(self, parent: str) -> None:
         """Remove every edge from ``parent`` to its children."""
@@ -157,6 +157,15 @@ class Adjacency:
             if first == (parent,):
                 return first
         return (parent,)
+
+    def _drop_child(self, parent: str, child: str) -> None:
+        kids = self._children[parent]
+        if isinstance(kids, dict):
+            del kids[child]
+            if len(kids) <= SMALL_ROW:
+                self._children[parent] = tuple(kids)
+        else:
+            self._children[parent] = tuple(k for k in kids if k != child)
 
     def _drop_parent(self, child: str, parent: str) -> None:
         parents = self._parents[child]
