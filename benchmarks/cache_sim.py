@@ -22,7 +22,9 @@ order, volatile ones last: dagctx before the volatility layout), *volatility* (t
 first projection and appends each turn's new messages and edited files whole, with no
 budget). Reported per layout and provider: the share of prompt tokens read from the
 cache, tokens written to it, and the cost in input-token units; plus the largest
-projection against its budget, and on how many turns the two dagctx layouts show the
+projection against its budget, where the volatility layout's unread tokens went by kind
+of turn (its events: a user message, a file's first edit, ...; :func:`unread_table`), and
+on how many turns the two dagctx layouts show the
 same sections at the same states. They need not: the walk order layout counts the
 conversation as workspace, so the reservation for the later bands
 (:func:`dagctx.projection.bands.workspace_room`) covers only the session node and the
@@ -81,6 +83,7 @@ class Tally:
     prompt: int = 0
     read: int = 0
     written: int = 0
+    unread: dict[str, int] = field(default_factory=dict)  # turn's events → tokens not read
 
     @property
     def share(self) -> float:
@@ -167,6 +170,7 @@ class Outcome:
     openai: Tally
     worst: float  # the largest tokens / budget over the session
     shown: list[list[tuple[str, int]]]  # per turn: (node id, rendered state) shown
+    events: dict[str, int]  # what a turn did (its events joined by "+") → turns
 
 
 def _walk_order(node: Node) -> int:
@@ -191,6 +195,8 @@ def run(layout: str, turns: int, work: Path) -> Outcome:
     shown: list[list[tuple[str, int]]] = []
     worst = 0.0
     history: list[str] = []
+    events: dict[str, int] = {}
+    edited: set[str] = set()
     with _layout(layout), Session(repo.root, budget=32_000) as s:
         scan_tree(s, ".")
         s.topic("work")
@@ -198,12 +204,17 @@ def run(layout: str, turns: int, work: Path) -> Outcome:
         s.focus(f"fix the bug in {working[0]}")
         for turn in range(1, turns + 1):
             delta: list[str] = []
+            kinds: list[str] = []
             if turn == turns // 2:
                 s.budget = 24_000
+                kinds.append("budget")
             if turn % 50 == 0:
                 s.focus(f"look at {working[turn % len(working)]}")
+                kinds.append("focus")
             if turn % 3 == 0:  # the agent edits a file of its working set (or another)
                 rel = rng.choice(working) if rng.random() < 0.85 else rng.choice(repo.files)
+                kinds.append("edit" if rel in edited else "first edit")
+                edited.add(rel)
                 path = repo.root / rel
                 path.write_text(path.read_text() + f"\n# turn {turn}\n")
                 s.file_changed(path)
@@ -213,33 +224,50 @@ def run(layout: str, turns: int, work: Path) -> Outcome:
                 (repo.root / rel).write_text(f"def new_{turn}():\n    return {turn}\n")
                 s.text(rel)
                 delta.append(rel)
+                kinds.append("new file")
             if turn % 7 == 0:
                 out = "\n".join(f"test_{turn}_{k} PASSED" for k in range(20))
                 call = f"c{turn}"
                 s.message("tool_call", '{"cmd": "pytest -q"}', tool_call_id=call, name="shell")
                 s.message("tool_result", out, tool_call_id=call, name="shell")
                 delta.append(out)
+                kinds.append("tool output")
             if turn % 5 == 0:
                 s.message("user", f"turn {turn}: what next?")
                 delta.append(f"turn {turn}: what next?")
+                kinds.append("user message")
             s.message("assistant", f"turn {turn}: working on it")
             delta.append(f"turn {turn}: working on it")
             p = s.tick().projection
             worst = max(worst, p.tokens / p.budget)
             shown.append(sorted((x.node_id, int(x.rendered_state)) for x in p.sections))
             now = turn * TURN_SECONDS
-            if layout == "append-only history":
-                # each turn is appended as a new block, with a breakpoint on the last
-                history.append(p.text if not history else "".join(delta))
-                anthropic.request(history, {len(history) - 1}, now)
-                openai.request("".join(history), now)
-                continue
-            request = p.to_messages(provider="anthropic")["messages"]
-            content = request[0]["content"] if request else []
-            marked = {k for k, block in enumerate(content) if "cache_control" in block}
-            anthropic.request([block["text"] for block in content], marked, now)
-            openai.request(p.text, now)
-    return Outcome(layout, anthropic.tally, openai.tally, worst, shown)
+            label = "+".join(kinds) or "messages only"
+            events[label] = events.get(label, 0) + 1
+            with _unread(label, anthropic.tally, openai.tally):
+                if layout == "append-only history":
+                    # each turn is appended as a new block, with a breakpoint on the last
+                    history.append(p.text if not history else "".join(delta))
+                    anthropic.request(history, {len(history) - 1}, now)
+                    openai.request("".join(history), now)
+                    continue
+                request = p.to_messages(provider="anthropic")["messages"]
+                content = request[0]["content"] if request else []
+                marked = {k for k, block in enumerate(content) if "cache_control" in block}
+                anthropic.request([block["text"] for block in content], marked, now)
+                openai.request(p.text, now)
+    return Outcome(layout, anthropic.tally, openai.tally, worst, shown, events)
+
+
+@contextmanager
+def _unread(label: str, *tallies: Tally) -> Iterator[None]:
+    """Add the prompt tokens the requests inside leave unread to ``label`` in each tally."""
+    before = [(t.prompt, t.read) for t in tallies]
+    try:
+        yield
+    finally:
+        for t, (prompt, read) in zip(tallies, before, strict=True):
+            t.unread[label] = t.unread.get(label, 0) + (t.prompt - prompt) - (t.read - read)
 
 
 def simulate(turns: int, log: Callable[[str], None] = lambda _: None) -> list[Outcome]:
@@ -265,6 +293,23 @@ def table(outcomes: list[Outcome]) -> str:
                 f"{o.layout:<22} {name:<10} {100 * tally.share:>9.1f}% {tally.written:>10,}"
                 f" {tally.cost(price):>12,.0f} {tally.prompt:>12,}"
             )
+    return "\n".join(lines)
+
+
+def unread_table(o: Outcome) -> str:
+    """Where ``o``'s prompt tokens not read from the cache went: per kind of turn (its
+    events), the turns and each provider's unread tokens as a share of the session's
+    prompt tokens, most first."""
+    lines = [f"{'turn (events)':<34} {'turns':>5} {'anthropic unread':>16} {'openai unread':>14}"]
+    share = {
+        name: {k: v / max(1, tally.prompt) for k, v in tally.unread.items()}
+        for name, tally in (("anthropic", o.anthropic), ("openai", o.openai))
+    }
+    for label in sorted(o.events, key=lambda k: -share["anthropic"].get(k, 0.0)):
+        lines.append(
+            f"{label:<34} {o.events[label]:>5} {100 * share['anthropic'].get(label, 0.0):>15.1f}%"
+            f" {100 * share['openai'].get(label, 0.0):>13.1f}%"
+        )
     return "\n".join(lines)
 
 
@@ -314,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = simulate(60 if args.quick else 200, lambda m: print(m, file=sys.stderr))
     print(table(outcomes))
     walk, volatility = outcomes[0], outcomes[1]
+    print("\nvolatility layout, prompt tokens not read by kind of turn:")
+    print(unread_table(volatility), end="\n\n")
     same = _same_turns(walk, volatility)
     worst = max(o.worst for o in outcomes[:2])
     print(f"largest projection / budget: {worst:.3f}")

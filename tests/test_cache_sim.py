@@ -4,7 +4,9 @@ before them; OpenAI reads the longest shared prefix in steps."""
 
 from __future__ import annotations
 
-from benchmarks.cache_sim import LOOKBACK, Anthropic, OpenAI, tokens
+from pathlib import Path
+
+from benchmarks.cache_sim import LOOKBACK, Anthropic, OpenAI, run, tokens, unread_table
 
 BLOCK = "word " * 1100  # over the 1,024-token minimum on its own
 
@@ -39,3 +41,15 @@ class TestOpenAI:
         cache.request(BLOCK + "one", now=0.0)
         cache.request(BLOCK + "two", now=30.0)
         assert cache.tally.read > 0 and cache.tally.read % 128 == 0
+
+
+class TestUnread:
+    def test_each_turns_unread_tokens_go_to_its_events(self, tmp_path: Path) -> None:
+        outcome = run("volatility", 8, tmp_path)  # the budget changes at turn 4
+        assert sum(outcome.events.values()) == 8
+        assert outcome.events["first edit"] >= 1  # turn 3 (and maybe 6)
+        assert outcome.events["budget"] == outcome.events["user message"] == 1
+        for tally in (outcome.anthropic, outcome.openai):
+            assert set(tally.unread) == set(outcome.events)
+            assert sum(tally.unread.values()) == tally.prompt - tally.read
+        assert "first edit" in unread_table(outcome)
