@@ -7,11 +7,18 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagctx import Session
-from dagctx.outline.references import MAX_DEFINERS, ReferenceGraph, definitions, references
+from dagctx.outline.references import (
+    MAX_DEFINERS,
+    GraphBuild,
+    ReferenceGraph,
+    definitions,
+    references,
+)
 from dagctx.projection.relevance import GRAPH_WEIGHT
 from dagctx.watch.scan import scan_tree
 
@@ -147,3 +154,33 @@ class TestRankingOnAFixtureRepository:
         assert by_path["app/headers.py"].recent == 1.0
         assert by_path["app/cookies.py"].graph > 0  # reached from the edited file
         assert by_path["app/views.py"].graph < by_path["app/cookies.py"].graph  # two steps
+
+
+class TestGraphBuild:
+    FILES = (
+        ("a", 0, "a.py", "def restore(name):\n    return load_snapshot(name)\n"),
+        ("b", 3, "b.py", "def load_snapshot(name):\n    return name\n"),
+        ("c", 1, "c.py", "def other():\n    return restore('x')\n"),
+    )
+
+    def test_a_worker_reads_the_graph_the_caller_would(self) -> None:
+        direct = ReferenceGraph()
+        for key, version, path, text in self.FILES:
+            direct.update(key, version, path, text)
+        build = GraphBuild(self.FILES)
+        build.start()
+        built = build.result()
+        assert sorted(built) == sorted(direct)
+        for key, *_ in self.FILES:
+            assert built.neighbours(key) == direct.neighbours(key)
+        assert built.rank({"a": 1.0}) == direct.rank({"a": 1.0})
+        assert not built.update("b", 3, "b.py", "")  # held at the version it was read at
+
+    def test_never_started_it_reads_in_the_caller(self) -> None:
+        assert sorted(GraphBuild(self.FILES).result()) == ["a", "b", "c"]
+
+    def test_an_error_while_reading_is_raised_to_the_caller(self) -> None:
+        build = GraphBuild([("a", 0, "a.py", None)])  # type: ignore[list-item]
+        build.start()
+        with pytest.raises(TypeError):
+            build.result()

@@ -26,6 +26,7 @@ from dagctx.cli import main
 from dagctx.nodes.focus import FocusNode
 from dagctx.nodes.text import TextNode
 from dagctx.projection import Projection, SectionCache, build_projection
+from dagctx.projection.projector import Projector
 from dagctx.projection.relevance import KIND_WEIGHT, Bm25Index, file_kind, tier
 from dagctx.tools import get_graph_tools
 from dagctx.watch.scan import scan_tree
@@ -520,6 +521,97 @@ class TestIncrementalUnderFocus:
                 assert p.text == fresh.text
                 assert p.sections == fresh.sections and p.omitted == fresh.omitted
                 assert p.tokens <= s.budget
+                assert p.scores == fresh.scores
+
+
+class TestReferenceGraphLater:
+    """Over more than ``LATER_FILES`` files a first focus is shown without the reference
+    graph's part, which a worker thread reads for the next projection; every later
+    projection is the one built from scratch (here ``LATER_FILES`` is 0 for the session
+    and left as it is for the builds from scratch, which read the graph at once)."""
+
+    def test_the_first_projection_leaves_the_graph_out_and_the_next_is_exact(
+        self, tmp_path: Path
+    ) -> None:
+        from unittest import mock
+
+        from dagctx.projection import relevance
+
+        (tmp_path / "app").mkdir()
+        (tmp_path / "app" / "checkpoint.py").write_text(
+            "def restore(name):\n    return load_snapshot(name)\n"
+        )
+        (tmp_path / "app" / "snapshot.py").write_text("def load_snapshot(name):\n    return 1\n")
+        for topic in ("render", "colors"):
+            (tmp_path / "app" / f"{topic}.py").write_text(filler(topic, 150))
+        with Session(tmp_path, budget=300) as s:
+            scan_tree(s, ".")
+            helper = s.text("app/snapshot.py").id
+            s.focus("how are checkpoints restored")
+            with mock.patch.object(relevance, "LATER_FILES", 0):
+                first = s.tick().projection
+                later = s.project()
+            fresh = build_projection(s.graph, SectionCache(s.counter), s.budget)
+        assert all(score.graph == 0 for score in first.scores.values())
+        assert first.tokens <= 300 and first.scores[helper].recent == 0
+        assert later.scores[helper].graph > 0
+        assert later.text == fresh.text and later.scores == fresh.scores
+        assert first.scores[helper].level < later.scores[helper].level
+
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        sizes=st.lists(st.integers(1, 60), min_size=2, max_size=6),
+        budget=st.integers(40, 3000),
+        ops=st.lists(FOCUS_OPS, min_size=1, max_size=8),
+    )
+    def test_every_projection_after_the_first_matches_one_built_from_scratch(
+        self, tmp_path: Path, sizes: list[int], budget: int, ops: list[tuple[str, int, object]]
+    ) -> None:
+        from unittest import mock
+
+        from dagctx.projection import relevance
+
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        (root / "d").mkdir()
+        for i, n in enumerate(sizes):
+            topic, other = ("restore", "net", "x")[i % 3], ("restore", "net", "x")[(i + 1) % 3]
+            calls = f"def call_{i}(value):\n    return {other}_step_0(value)\n"
+            (root / "d" / f"f{i}.py").write_text(filler(topic, n) + calls)
+        with Session(root, budget=budget) as s:
+            scan_tree(s, ".")
+            s.topic("talk")
+            files = [n for n in s.nodes() if isinstance(n, TextNode)]
+            for op, a, b in ops:
+                node = files[a % len(files)]
+                if op == "edit":
+                    (root / node.path).write_text(filler(str(b), a + 3))
+                    s.file_changed(node.path)
+                elif op == "focus":
+                    s.focus(str(b) or None)
+                elif op == "say":
+                    s.message("user", str(b))
+                elif op == "state":
+                    node.set_state(str(b))
+                else:
+                    s.set_budget(int(str(b)))
+                before = s.cache.projector
+                was_later = isinstance(before, Projector) and before.relevance.later
+                with mock.patch.object(relevance, "LATER_FILES", 0):
+                    result = s.tick()
+                p = result.projection
+                assert p.tokens <= s.budget
+                projector = s.cache.projector
+                assert isinstance(projector, Projector)
+                if projector.relevance.later:  # this one left the graph out, the next reads it
+                    assert not was_later
+                    assert all(score.graph == 0 for score in p.scores.values())
+                    continue
+                shown = result.changes if result.turn > 1 else []
+                fresh = build_projection(s.graph, SectionCache(s.counter), s.budget, changes=shown)
+                assert p.text == fresh.text
+                assert p.sections == fresh.sections and p.omitted == fresh.omitted
                 assert p.scores == fresh.scores
 
 

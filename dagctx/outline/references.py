@@ -19,13 +19,18 @@ what the seeds' neighbourhood holds, not the graph; and it is a function of the 
 the seeds alone (files are visited in sorted order: floating-point sums come out the same
 in every run and for a graph built in any order).
 
+:class:`GraphBuild` reads many files into a new graph in a worker thread, from copies of
+their key, version, path and text taken when it was made (so nothing it reads changes
+under it), for a caller that can use the graph later.
+
 Imports only :mod:`dagctx.outline`; must not import the rest of dagctx.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 
 from dagctx.outline import language_of
 from dagctx.outline import names as outline_names
@@ -166,3 +171,41 @@ class ReferenceGraph:
                         walked[other] = walked.get(other, 0.0) + share * links[other]
             mass = dict(sorted(walked.items()))
         return rank
+
+
+class GraphBuild:
+    """A :class:`ReferenceGraph` of ``files`` ((key, version, path, text) each), read in a
+    worker thread once :meth:`start` is called; :meth:`result` waits for it (or reads
+    the files in the calling thread when the build was never started)."""
+
+    __slots__ = ("_error", "_files", "_graph", "_thread")
+
+    def __init__(self, files: Sequence[tuple[str, int, str, str]]) -> None:
+        self._files = files
+        self._graph = ReferenceGraph()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        """Start reading the files in a daemon thread (nothing if already started)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="dagctx-references", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for key, version, path, text in self._files:
+                self._graph.update(key, version, path, text)
+        except BaseException as error:  # handed to the caller of result()
+            self._error = error
+
+    def result(self) -> ReferenceGraph:
+        """The graph of every file, once read; an error raised while reading is raised
+        here."""
+        if self._thread is None:
+            self._run()
+        else:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._graph

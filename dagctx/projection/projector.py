@@ -15,7 +15,10 @@ a new focus in place of another (or none) and changed nodes level again the entr
 whose score moved, and the entries whose level moved without a trace of their own (a
 file's BM25 moves when another file changes or the focus does) are handed to each plan
 as changed (a plan whose focus was set or cleared is rebuilt;
-:meth:`~dagctx.projection.allocation.Allocation.refocus`).
+:meth:`~dagctx.projection.allocation.Allocation.refocus`). When a first focus left the
+reference graph to be read later (:attr:`~dagctx.projection.relevance.Relevance.later`),
+the worker reading it is started once the projection is made, and the next projection
+levels every entry with it and rebuilds the plans.
 """
 
 from __future__ import annotations
@@ -140,10 +143,11 @@ class Projector:
         stale = not traces.start <= self._mark <= len(traces)  # another graph, or dropped
         if layout is None or layout.version != graph.structure_version or stale:
             return self._new_layout()
-        if self._mark == len(traces):
-            return layout
-        first, requested, nodes = layout.first, layout.requested, layout.nodes
         relevance = self.relevance
+        later = relevance.later
+        if self._mark == len(traces):
+            return self._take_later(layout) if later else layout
+        first, requested, nodes = layout.first, layout.requested, layout.nodes
         focus = relevance.focus
         seen: set[str] = set()
         changed: list[int] = []
@@ -187,6 +191,14 @@ class Projector:
             if moved:
                 self._releveled.append((self._mark, moved))
         self._hold(changed)
+        return self._take_later(layout) if later and relevance.later else layout
+
+    def _take_later(self, layout: Layout) -> Layout:
+        """Level every entry with the reference graph read since the last projection
+        (waiting for it if need be) and rebuild the plans, as for a new focus."""
+        self.relevance.level_all(layout)
+        self._plans.clear()
+        self._releveled.clear()
         return layout
 
     # -- projection -------------------------------------------------------------------
@@ -207,9 +219,11 @@ class Projector:
         with self._lock:
             self._key = cache_key
             try:
-                return self._project(budget, changes, previous)
+                projection = self._project(budget, changes, previous)
             finally:
                 self.cache.release()
+            self.relevance.read_later()
+            return projection
 
     def _plan(self, layout: Layout, budget: int) -> _Plan:
         traces = self.graph.traces

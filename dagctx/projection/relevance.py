@@ -18,7 +18,13 @@ A text file's score has two parts:
   lexical matches and the :data:`ATTENTION_FILES` files most recently changed or opened
   (a text node whose version moved: edited on disk, or its state set), walks that leave
   their seed only, scaled so the highest is 1; kept only while a focus is set, each file
-  re-read only when it changes, the walk bounded by the seeds' neighbourhood.
+  re-read only when it changes, the walk bounded by the seeds' neighbourhood. Reading
+  every file's definitions (a tree-sitter parse each) is most of what a first focus
+  costs: over more than :data:`LATER_FILES` files, a focus set where there was none
+  levels the files without this part, and the graph is read in a worker thread once
+  that projection is made (:class:`~dagctx.outline.references.GraphBuild`); the next
+  projection waits for it if need be and levels every entry with it (:attr:`Relevance.later`),
+  so only that first projection differs from one built with the graph.
 - **recent** (0 or 1): 1 for the :data:`ATTENTION_FILES` most recently changed or opened
   files (flat, so a change moves the recency of at most the file changed and the one
   that leaves the window; among files of one level the newer one is kept longer anyway).
@@ -62,7 +68,7 @@ from dagctx._words import terms
 from dagctx.nodes.base import Node
 from dagctx.nodes.text import TextNode
 from dagctx.outline.kinds import file_kind
-from dagctx.outline.references import ReferenceGraph
+from dagctx.outline.references import GraphBuild, ReferenceGraph
 from dagctx.projection.layout import Layout
 
 K1, B = 1.2, 0.75
@@ -78,6 +84,7 @@ GRAPH_WEIGHT = 0.25  # how much the reference graph counts beside the lexical ma
 RECENT_WEIGHT = 0.3  # how much recent attention counts
 SEED_FILES = 16  # the best lexical matches seed the PageRank
 ATTENTION_FILES = 8  # the most recently changed or opened files seed it too
+LATER_FILES = 2000  # above this many files a first focus reads the reference graph later
 KEPT_POSTINGS = 256  # content terms whose postings the index keeps (Bm25Index.holding)
 
 _SYMBOL = re.compile(
@@ -154,9 +161,8 @@ def document_terms(node: TextNode) -> Counter[str]:
     :data:`SYMBOL_WEIGHT` times more)."""
     content = node.content
     counts = Counter(terms(content))
-    for name in _SYMBOL.findall(content):
-        for term in terms(name):
-            counts[term] += SYMBOL_WEIGHT
+    for term in terms(" ".join(_SYMBOL.findall(content))):  # names are word runs: alike
+        counts[term] += SYMBOL_WEIGHT
     return counts
 
 
@@ -320,6 +326,7 @@ class Relevance:
         "_index",
         "_inherited",
         "_lexical",
+        "_pending",
         "_ranked",
         "_recent",
         "_refs",
@@ -333,6 +340,7 @@ class Relevance:
         self.focus: str | None = None
         self._index: Bm25Index | None = None
         self._refs: ReferenceGraph | None = None
+        self._pending: GraphBuild | None = None  # the reference graph, read later
         self._attended: dict[str, int] = {}  # text node id → seq, for those changed since added
         # The parts of the scores: replaced, never changed in place (snapshots hold them).
         self._lexical: dict[str, float] = {}
@@ -382,7 +390,7 @@ class Relevance:
         and those scored again — all of them when a query term's weight moved, or with
         ``rescore``."""
         if self.focus is None:
-            self._index = self._refs = None  # not kept up to date without a focus: dropped
+            self._index = self._refs = self._pending = None  # not kept without a focus
             self._attended = {}
             self._ranked = None
             return {}
@@ -391,28 +399,34 @@ class Relevance:
         query = terms(self.focus)
         if index is None or changed is None:
             index = self._index = index or Bm25Index()
-            refs = self._refs = self._refs or ReferenceGraph()
+            texts = [n for i, n in enumerate(nodes) if not ref[i] and isinstance(n, TextNode)]
+            if self._refs is None and self._pending is not None:
+                self._refs, self._pending = self._pending.result(), None
+            if self._refs is None and len(texts) > LATER_FILES:
+                self._pending = GraphBuild([(n.id, n.version, n.path, n.content) for n in texts])
+            elif self._refs is None:
+                self._refs = ReferenceGraph()
+            refs = self._refs
             self._attended = {}
             present = set()
-            for i, node in enumerate(nodes):
-                if not ref[i] and isinstance(node, TextNode):
-                    index.update(node)
-                    self._sync(refs, node)
-                    present.add(node.id)
+            for node in texts:
+                index.update(node)
+                self._sync(refs, node)
+                present.add(node.id)
             for nid in [nid for nid in index.docs if nid not in present]:
                 index.remove(nid)
-            for nid in [nid for nid in refs if nid not in present]:
-                refs.remove(nid)
+            if refs is not None:
+                for nid in [nid for nid in refs if nid not in present]:
+                    refs.remove(nid)
             return self._score_all(index, query)
         self._rescored_all = False
         ids = []
-        refs = self._refs or ReferenceGraph()
         for i in changed:
-            node = nodes[i]
-            if isinstance(node, TextNode):
-                index.update(node)
-                self._sync(refs, node)
-                ids.append(node.id)
+            text = nodes[i]
+            if isinstance(text, TextNode):
+                index.update(text)
+                self._sync(self._refs, text)
+                ids.append(text.id)
         weights = index.weights(query)
         if rescore or weights != self._weights:
             return self._score_all(index, query)
@@ -437,14 +451,29 @@ class Relevance:
                 lexical.pop(nid, None)
         return lexical
 
-    def _sync(self, refs: ReferenceGraph, node: TextNode) -> None:
-        """Hold ``node`` in the reference graph at its version, and note whether it
-        changed since it was added (edited, or its state set: the model opened it)."""
-        refs.update(node.id, node.version, node.path, node.content)
+    def _sync(self, refs: ReferenceGraph | None, node: TextNode) -> None:
+        """Hold ``node`` in the reference graph (when one is kept now) at its version, and
+        note whether it changed since it was added (edited, or its state set: the model
+        opened it)."""
+        if refs is not None:
+            refs.update(node.id, node.version, node.path, node.content)
         if node.version > 0:
             self._attended[node.id] = node.seq
         else:
             self._attended.pop(node.id, None)
+
+    @property
+    def later(self) -> bool:
+        """Whether the reference graph is being read for a later projection (a focus was
+        set over more than :data:`LATER_FILES` files): the levels leave its part out
+        until :meth:`level_all` takes it."""
+        return self._pending is not None
+
+    def read_later(self) -> None:
+        """Start reading the reference graph in a worker thread, when it is to be read
+        later (call once the projection that left it out is made)."""
+        if self._pending is not None:
+            self._pending.start()
 
     def _context_scores(self) -> None:
         """The graph and recency parts: personalized PageRank over the reference graph
@@ -453,8 +482,7 @@ class Relevance:
         lexical score; their recency 1), counting only walks that leave their seed,
         scaled so the highest is 1."""
         self._graph, self._recent = {}, {}
-        refs = self._refs
-        if refs is None:
+        if self._index is None:
             return
         if self._ranked is not None:
             best = [(nid, -negative) for negative, nid in self._ranked[:SEED_FILES]]
@@ -466,7 +494,9 @@ class Relevance:
         for nid, _ in nsmallest(ATTENTION_FILES, self._attended.items(), key=_best_first):
             recent[nid] = 1.0
             seeds[nid] = seeds.get(nid, 0.0) + top
-        ranked = refs.rank(seeds, walked_only=True)
+        if self._refs is None:  # read later (the recency part stands)
+            return
+        ranked = self._refs.rank(seeds, walked_only=True)
         high = max(ranked.values(), default=0.0)
         if high > 0:
             self._graph = {nid: value / high for nid, value in ranked.items() if value > 0}
