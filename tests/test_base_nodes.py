@@ -107,6 +107,26 @@ class TestTextNode:
         (tmp_path / ".env").write_text("KEY=1\n")  # withheld: never read, never sized
         assert TextNode(".env", root=tmp_path).total_bytes == 0
 
+    def test_placeholder_notice_and_redaction_note_follow_each_read(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.txt"
+        path.write_text("x\n" * 10)
+        node = TextNode("a.txt", root=tmp_path, max_bytes=8)
+        marks = lambda: (node.placeholder, node.notice, node.redacted)  # noqa: E731
+        assert marks()[0] is None and "only 4 lines were read" in (node.notice or "")
+        path.write_text('key = "AKIA' + "ABCDEFGHIJKLMNOP" + '"\n')
+        node.max_bytes = 1_000_000
+        assert node.recompute()
+        assert marks()[:2] == (None, None) and "AWS" in (node.redacted or "")
+        path.unlink()
+        assert node.recompute() and marks() == ("[file deleted]", None, None)
+        path.write_text("plain\n")
+        assert node.recompute() and marks() == (None, None, None)
+        assert node._marks is None  # nothing to say: no tuple kept
+        node.notice = "a note"
+        assert marks() == (None, "a note", None)
+        again = Node.from_dict({**node.to_dict(), "snapshot": node.snapshot()})
+        assert isinstance(again, TextNode) and again.notice == "a note"
+
     def test_round_trip(self, project: Path) -> None:
         node = TextNode("src/auth.py", root=project, start_line=1, end_line=2, priority=7)
         node.id = "text_9"

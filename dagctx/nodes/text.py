@@ -280,6 +280,34 @@ class _SpecField(Generic[_V]):
         node._spec = _shared_spec(tuple(spec))
 
 
+_NO_MARKS: tuple[str | None, str | None, str | None] = (None, None, None)
+
+
+class _MarkField:
+    """The placeholder, notice or redaction note of a text node (at ``index``), kept
+    together in its ``_marks``: None while all three are None, as for nearly every
+    file."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    @overload
+    def __get__(self, node: None, owner: type[Any]) -> _MarkField: ...
+    @overload
+    def __get__(self, node: TextNode, owner: type[Any]) -> str | None: ...
+    def __get__(self, node: TextNode | None, owner: type[Any]) -> Any:
+        if node is None:
+            return self
+        return (node._marks or _NO_MARKS)[self.index]
+
+    def __set__(self, node: TextNode, value: str | None) -> None:
+        marks = list(node._marks or _NO_MARKS)
+        marks[self.index] = value
+        node._set_marks(marks[0], marks[1], marks[2])
+
+
 class TextNode(Node):
     """File content, optionally lines ``start_line``..``end_line`` (1-based, inclusive).
 
@@ -287,7 +315,8 @@ class TextNode(Node):
     ``media_type``, ``max_bytes``, ``include_secrets``) is one tuple, the *spec*, shared
     by the nodes that read alike (the files of a scanned tree differ only by media
     type): one slot per node instead of six. ``total_bytes`` is the size in the stat
-    key unless the file's size differed from it when it was read.
+    key unless the file's size differed from it when it was read. ``placeholder``,
+    ``notice`` and ``redacted`` share one slot, empty while all three are None.
     """
 
     type_name: ClassVar[str] = "text"
@@ -300,16 +329,14 @@ class TextNode(Node):
         "_body",
         "_chars",
         "_digest",
+        "_marks",
         "_n",
         "_size",
         "_spec",
         "_stale",
         "_stat",
         "edited",
-        "notice",
         "path",
-        "placeholder",
-        "redacted",
     )
 
     root: _SpecField[Path] = _SpecField(0)
@@ -318,6 +345,9 @@ class TextNode(Node):
     media_type: _SpecField[str] = _SpecField(3)
     max_bytes: _SpecField[int] = _SpecField(4)
     include_secrets: _SpecField[bool] = _SpecField(5)
+    placeholder = _MarkField(0)
+    notice = _MarkField(1)
+    redacted = _MarkField(2)
 
     def __init__(
         self,
@@ -352,14 +382,14 @@ class TextNode(Node):
             (_resolved_root(os.fspath(root)), start_line, end_line, media_type, max_bytes,
              include_secrets)
         )  # fmt: skip
-        self.redacted: str | None = None  # what redaction replaced in the lines shown
+        # placeholder (shown instead of content), notice (after it), redacted (what
+        # redaction replaced in the lines shown): all None
+        self._marks: tuple[str | None, str | None, str | None] | None = None
         self._body: str | None = ""  # the lines shown, "\n"-joined (None: not read yet)
         self._chars = 0  # while not read yet: the length of the text shown
         self._digest: bytes | None = None  # while not read yet: the text's digest
         self._stale = False  # shows newer content than its version says (see _materialize)
         self._n = -1  # how many lines that is (-1: not read yet)
-        self.placeholder: str | None = None
-        self.notice: str | None = None
         self._stat: StatKey | None = None
         self._size: int | None = 0  # None: the size in _stat
         self.edited = False  # whether a re-read this session found the content changed
@@ -378,6 +408,13 @@ class TextNode(Node):
     @total_bytes.setter
     def total_bytes(self, size: int) -> None:
         self._size = size
+
+    def _set_marks(self, placeholder: str | None, notice: str | None, redacted: str | None) -> None:
+        """Set :attr:`placeholder`, :attr:`notice` and :attr:`redacted` at once."""
+        if placeholder is None and notice is None and redacted is None:
+            self._marks = None
+        else:
+            self._marks = (placeholder, notice, redacted)
 
     def _set_stat(self, key: StatKey | None) -> None:
         """Adopt ``key`` as the stat key of the read shown, keeping :attr:`total_bytes`
@@ -504,9 +541,8 @@ class TextNode(Node):
             text
         ):
             return False
-        self.placeholder, self._body, self._n, self.notice = placeholder, text, n, notice
-        self._digest = None
-        self.redacted = redacted
+        self._body, self._n, self._digest = text, n, None
+        self._set_marks(placeholder, notice, redacted)
         return True
 
     def _shows(self, text: str) -> bool:
@@ -902,7 +938,7 @@ class TextNode(Node):
             most = DEFAULT_MAX_BYTES if most is None else most
             node._spec = _shared_spec((roots[root], start, end, media, most, bool(secrets)))
             node.edited = edited
-            node.placeholder, node.notice, node.redacted = placeholder, notice, redacted
+            node._set_marks(placeholder, notice, redacted)
             node._n, node._size, node._chars, node._stale = n, size, chars, False
             node._set_stat(None if stat is None else pack_stat(*stat))
             if n == 0:  # nothing shown: nothing to read
