@@ -7,7 +7,11 @@
   is at most a bound (the next node a greedy pass in reverse order would take).
 
 Values are machine integers (``array('q')``): no Python objects per leaf. ``INF`` marks
-an empty leaf; sums involving it stay far above any real total.
+an empty leaf; sums involving it stay far above any real total. A :class:`MinTree` sums
+nothing, so it keeps its values in 32 bits (``array('i')``, half the bytes; the trees
+span a power of two of slots, often twice the nodes): ``INF`` and ``-INF`` as the
+largest and smallest 32-bit ints, and a real value, a token count or a difference of
+two, kept exactly below them (:func:`_narrow`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,19 @@ from __future__ import annotations
 from array import array
 
 INF = 1 << 60
+_TOP = (1 << 31) - 1  # INF in a MinTree
+_BOTTOM = -(1 << 31)  # -INF in a MinTree
+
+
+def _narrow(value: int) -> int:
+    """``value`` as a :class:`MinTree` keeps it: ``INF`` (and above) as ``_TOP``,
+    ``-INF`` (and below) as ``_BOTTOM``, any other value clamped to the range between,
+    which changes no comparison between token counts (they are below 2**31 - 1)."""
+    if value >= INF:
+        return _TOP
+    if value <= -INF:
+        return _BOTTOM
+    return _BOTTOM + 1 if value <= _BOTTOM else _TOP - 1 if value >= _TOP else value
 
 
 def capacity_for(n: int) -> int:
@@ -123,26 +140,25 @@ class PrefixTree:
 
 
 class MinTree:
-    """A value per leaf; finds the last leaf before a position with value <= a bound."""
+    """A value per leaf; finds the last leaf before a position with value <= a bound.
+    Values are kept in 32 bits (see the module docstring)."""
 
     __slots__ = ("cap", "mn")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.mn = array("q", [INF]) * (2 * cap)
+        self.mn = array("i", [_TOP]) * (2 * cap)
 
     def load(self, values: list[int]) -> None:
         cap, m = self.cap, self.mn
         for i, v in enumerate(values):
-            m[cap + i] = v
+            m[cap + i] = _narrow(v)
         for j in range(cap - 1, 0, -1):
             x, y = m[2 * j], m[2 * j + 1]
             m[j] = x if x < y else y
 
-    def get(self, i: int) -> int:
-        return self.mn[i + self.cap]
-
     def set(self, i: int, value: int) -> None:
+        value = _narrow(value)
         m = self.mn
         j = i + self.cap
         if m[j] == value:
@@ -160,6 +176,7 @@ class MinTree:
     def find_last(self, hi: int, bound: int) -> int:
         """The last leaf ``i < hi`` with value <= ``bound``, or -1."""
         m, cap = self.mn, self.cap
+        bound = _narrow(bound)
         if m[1] > bound or hi <= 0:
             return -1
         for j in reversed(_cover(cap, 0, hi)):
