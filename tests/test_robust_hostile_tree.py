@@ -245,6 +245,12 @@ def large_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _cpu_seconds(process: subprocess.Popen[bytes]) -> float:
+    """The user and system CPU time a running process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _wait_for(condition: object, timeout: float = WAIT) -> None:
     deadline = time.monotonic() + timeout
     while not condition():  # type: ignore[operator]
@@ -277,7 +283,9 @@ class TestCtrlCDuringTheFirstScan:
         name, *options = command
         process = start(name, str(large_tree), "--budget", "8000", *options)
         try:
-            time.sleep(2.0)  # started, scanning or counting (the whole run takes far longer)
+            # Inside the scan or the count: past the ~0.6 s of imports, well short of the ~2 s
+            # of CPU the whole run takes (CPU time, so a loaded machine does not skew it).
+            _wait_for(lambda: process.poll() is not None or _cpu_seconds(process) >= 1.0)
             assert process.poll() is None
             sent = time.monotonic()
             process.send_signal(signal.SIGINT)
