@@ -19,6 +19,7 @@ from dagctx import CycleError, DagctxError, NodeState, Session
 from dagctx.graph import ContextGraph
 from dagctx.nodes.group import GroupNode
 from dagctx.projection import Projection, SectionCache, allocation, build_projection
+from dagctx.projection._segtree import MinTree, PrefixTree, capacity_for
 from dagctx.projection.assembly import Body
 from dagctx.projection.bands import STABLE, ends
 from dagctx.projection.prefix import stable_prefix
@@ -238,6 +239,34 @@ def _shown(entry: tuple[int, int, int] | None, i: int) -> tuple[Section, str] | 
     # a node's band changes only with its version, as a file's at its first edit
     section = Section(f"n{i}", NodeState.ALL, NodeState.ALL, tokens, version=version * 4 + band)
     return section, chr(97 + i % 26) * tokens
+
+
+LEAF = st.tuples(st.integers(-50, 50), st.integers(-50, 50), st.integers(0, 1))
+
+
+class TestShiftedLeaves:
+    """Entries moved one slot on by the degrade order take their leaves along: the trees
+    after a shift equal trees loaded with the shifted leaves."""
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(LEAF, min_size=1, max_size=40), st.data())
+    def test_a_shift_equals_a_load(
+        self, leaves: list[tuple[int, int, int]], data: st.DataObject
+    ) -> None:
+        cap = capacity_for(len(leaves) + 1)
+        lo = data.draw(st.integers(0, len(leaves) - 1))
+        hi = data.draw(st.integers(lo + 2, len(leaves) + 1))
+        moved = leaves[: lo + 1] + leaves[lo : hi - 1] + leaves[hi:]
+        prefix, again = PrefixTree(cap), PrefixTree(cap)
+        prefix.load(leaves)
+        prefix.shift(lo, hi)
+        again.load(moved)
+        assert (prefix.sum, prefix.mn, prefix.trig) == (again.sum, again.mn, again.trig)
+        keys, fresh_keys = MinTree(cap), MinTree(cap)
+        keys.load([a for a, _, _ in leaves])
+        keys.shift(lo, hi)
+        fresh_keys.load([a for a, _, _ in moved])
+        assert keys.mn == fresh_keys.mn
 
 
 class TestAssemblyKeepsItsSums:

@@ -100,6 +100,24 @@ class PrefixTree:
             t[j] = t[lft] + t[lft + 1]
             j >>= 1
 
+    def shift(self, lo: int, hi: int) -> None:
+        """Move leaves ``lo``..``hi`` - 2 one on, to ``lo`` + 1..``hi`` - 1 (what was at
+        ``hi`` - 1 goes; leaf ``lo`` keeps its value until set)."""
+        cap, s, m, t = self.cap, self.sum, self.mn, self.trig
+        a, b = cap + lo, cap + hi - 1
+        s[a + 1 : b + 1], m[a + 1 : b + 1], t[a + 1 : b + 1] = s[a:b], m[a:b], t[a:b]
+        a >>= 1
+        b >>= 1
+        while a:
+            for j in range(a, b + 1):
+                lft = 2 * j
+                s[j] = s[lft] + s[lft + 1]
+                x, y = m[lft], s[lft] + m[lft + 1]
+                m[j] = x if x < y else y
+                t[j] = t[lft] + t[lft + 1]
+            a >>= 1
+            b >>= 1
+
     def total(self) -> int:
         return self.sum[1]
 
@@ -156,6 +174,20 @@ class MinTree:
         for j in range(cap - 1, 0, -1):
             x, y = m[2 * j], m[2 * j + 1]
             m[j] = x if x < y else y
+
+    def shift(self, lo: int, hi: int) -> None:
+        """Move leaves ``lo``..``hi`` - 2 one on, as :meth:`PrefixTree.shift`."""
+        cap, m = self.cap, self.mn
+        a, b = cap + lo, cap + hi - 1
+        m[a + 1 : b + 1] = m[a:b]
+        a >>= 1
+        b >>= 1
+        while a:
+            for j in range(a, b + 1):
+                x, y = m[2 * j], m[2 * j + 1]
+                m[j] = x if x < y else y
+            a >>= 1
+            b >>= 1
 
     def set(self, i: int, value: int) -> None:
         value = _narrow(value)

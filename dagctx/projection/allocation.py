@@ -627,17 +627,10 @@ class Allocation:
             phase, j, k = self.stop
             if lo <= j < hi:
                 self.stop = (phase, j + 1, k)
-            entry_at = self.entry_at
-            for s in range(lo + 1, hi):
-                e = entry_at[s]
-                if e >= 0:
-                    self._leaves(e)
-                else:
-                    self.a_tree.set(s, 0, INF, 0)
-                    if self.b_tree is not None:
-                        self.b_tree.set(s, 0, INF, 0)
-                    self.f_tree.set(s, INF)
-                    self.c_tree.set(s, INF)
+            # their leaves move with them (what a leaf holds does not depend on its slot)
+            for tree in (self.a_tree, self.b_tree, self.f_tree, self.c_tree):
+                if tree is not None:
+                    tree.shift(lo, hi)
         if self.top == i and self.slot[i] < was:
             self.top = None  # it went down: another may be the top file now
         self.set_state(i, self.prefix_state(i, self.stop))
