@@ -6,22 +6,12 @@ numbers (real grammars, no mocks); without a focus its structure comes before bo
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
 
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from benchmarks.workloads import rewrite, write_repo
 from dagctx import NodeState, Session
-from dagctx.nodes.text import TextNode
 from dagctx.outline import outline
 from dagctx.outline.cut import partition
-from dagctx.projection import SectionCache, build_projection
-from dagctx.projection.allocation import Allocation
 from dagctx.tokens import get_encoding
-from dagctx.watch.scan import scan_tree
 
 ENC = get_encoding()
 
@@ -270,82 +260,3 @@ class TestNoCutSaysLessThanTheOutline:
                 )
                 assert note is not None, p.text
                 assert "in full:" in note.group(0) or int(note.group(1)) > 1 + entries, p.text
-
-
-NAME = st.text(st.sampled_from("ab_-.)(# 1é/`"), min_size=1, max_size=12).filter(
-    lambda n: not n.startswith(("/", ".", " ")) and "//" not in n and not n.endswith("/")
-)
-LINE = st.sampled_from(
-    ["def load(self, name):", "    return name  # 12", "", "class Store:", "```", "  x = 3)", "é"]
-)
-
-
-class TestLeastCut:
-    """The lower bound on a file's smallest cut that lets a turn pass a cut that cannot
-    fit without making it (Allocation.least_t1; a focused cut needs the outline)."""
-
-    @settings(max_examples=60, deadline=None)
-    @given(
-        name=NAME,
-        ext=st.sampled_from([".py", ".txt", ".go", ""]),
-        lines=st.lists(LINE, min_size=2, max_size=40),
-        state=st.sampled_from([NodeState.DETAILS, NodeState.ALL]),
-        cut=st.sampled_from([None, 9, 60]),
-        start=st.sampled_from([None, 2]),
-    )
-    def test_the_bound_never_exceeds_the_smallest_cut(
-        self,
-        name: str,
-        ext: str,
-        lines: list[str],
-        state: NodeState,
-        cut: int | None,
-        start: int | None,
-    ) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp, name + ext)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("\n".join(lines) + "\n")
-            with Session(tmp, budget=100_000) as s:
-                rel = path.relative_to(tmp).as_posix()
-                node = TextNode(
-                    rel, root=tmp, state=state, start_line=start, max_bytes=cut or 10**6
-                )
-                s.add(node)
-                s.project(20)
-                projector = s.cache.projector
-                alloc = projector._plans[20].alloc  # type: ignore[attr-defined]
-                i = projector.layout.first[node.id]  # type: ignore[attr-defined]
-                low = alloc.least_t1(i)
-                assert (low < 0) == (node.cut_bound_texts() is None)
-                for focus in (None, "load", "store name"):
-                    alloc.focus = focus
-                    t1 = alloc._measure_t1(i)
-                    assert low <= t1 or t1 < 0
-
-    def test_a_turn_does_not_cut_the_files_it_only_names(self, tmp_path: Path) -> None:
-        """A change that opens a directory names its other files; the smallest cut of
-        each would not fit what is left, which their bounds show without cutting them
-        (each cut needs the file's outline)."""
-        repo = write_repo(tmp_path / "repo", depth=2)
-        made = 0
-        smallest = Allocation._measure_t1
-
-        def counted(self: Allocation, i: int) -> int:
-            nonlocal made
-            made += 1
-            return smallest(self, i)
-
-        with Session(repo.root, budget=8000) as s, pytest.MonkeyPatch.context() as patch:
-            patch.setattr(Allocation, "_measure_t1", counted)
-            scan_tree(s, ".")
-            s.tick()
-            for turn in range(9):
-                made *= turn > 0  # counted from the second turn on
-                rel = repo.files[turn * 37 % len(repo.files)]
-                rewrite(repo, rel, turn)
-                s.file_changed(rel)
-                r = s.tick()
-            assert made <= 8 * 3  # the changed file, not its ten neighbours
-            fresh = build_projection(s.graph, SectionCache(s.counter), 8000, changes=r.changes)
-            assert fresh.text == r.projection.text

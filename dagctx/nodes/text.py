@@ -675,46 +675,15 @@ class TextNode(Node):
         else:
             body = self._text if keep >= n else "\n".join(self._first_lines(keep))
         parts = [self._header(), self._fence(body)]
-        if n - keep > 0:
-            parts.append(self._cut_marker(keep))
+        cut = n - keep
+        if cut > 0:
+            parts.append(
+                f"[… {counted(cut, 'more line')} cut to fit the budget: lines {first + keep}-"
+                f"{first + n - 1} of {display_path(self.path)}]"
+            )
         if self.notice:
             parts.append(self.notice)
         return "\n".join(parts)
-
-    def _cut_marker(self, keep: int) -> str:
-        """The line after the fence of a cut by lines that keeps the first ``keep`` lines."""
-        first, n = self.start_line or 1, self._n
-        return (
-            f"[… {counted(n - keep, 'more line')} cut to fit the budget: lines {first + keep}-"
-            f"{first + n - 1} of {display_path(self.path)}]"
-        )
-
-    def _note_middle(self) -> str:
-        """What a focused cut's note says between its count of lines and its end."""
-        return f" lines of {display_path(self.path)} shown, each … line marks lines left out"
-
-    def cut_bound_texts(self) -> tuple[str, str, str] | None:
-        """Pieces of the text of this file's smallest cut (step 0: by lines, or focused
-        for any focus) known without making it, which a focused cut needs the outline
-        for: ``(head, middle, end)``. The cut starts with ``head`` (a line ending in
-        ``)``) followed by a fence (a backtick); a cut by lines ends with ``end`` after a
-        line break; a focused cut holds ``middle`` right after the digits of its line
-        count and right before a ``]`` or ``;``. The projection bounds the cut's tokens
-        from below with them (:meth:`~dagctx.projection.allocation.Allocation.least_t1`).
-        None for a class that renders cuts otherwise, a placeholder, or fewer than two
-        lines."""
-        cls = type(self)
-        if (
-            cls.render_cut is not TextNode.render_cut
-            or cls.render_focused_cut is not TextNode.render_focused_cut
-            or cls._header is not TextNode._header
-            or cls._fence is not TextNode._fence
-            or self.placeholder is not None
-            or self._n < 2
-        ):
-            return None
-        end = self._cut_marker(1) + (f"\n{self.notice}" if self.notice else "")
-        return self._header() + "\n", self._note_middle(), end
 
     # -- focused cuts -----------------------------------------------------------------
 
@@ -806,8 +775,9 @@ class TextNode(Node):
         ladder = self._ladder(cut, focus)
         body, kept, names = cut.render(self.lines, ladder, step, numbered=state >= NodeState.ALL)
         shown = inline(", ".join(names[:_NAMED]) + (", …" if len(names) > _NAMED else ""))
-        note = f"[cut to fit the budget: {kept} of {self._n}{self._note_middle()}" + (
-            f"; in full: {shown}]" if shown else "]"
+        note = (
+            f"[cut to fit the budget: {kept} of {self._n} lines of {display_path(self.path)}"
+            f" shown, each … line marks lines left out" + (f"; in full: {shown}]" if shown else "]")
         )
         parts = [self._header(), self._fence("\n".join(body)), note]
         if self.notice:

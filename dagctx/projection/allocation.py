@@ -53,10 +53,7 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   on it: pass A's leaves take it as 0 tokens for their minimum running sum (a lower bound,
   so the search may land early; :meth:`Allocation._first_fit` checks each landing
   exactly), the fill tree keys it -INF (measured when found, passed over when it does
-  not fit), as the cut tree does for a cut's first step. Where the search lands on such
-  a cut, a lower bound from pieces of its text the node knows without cutting
-  (:meth:`Allocation.least_t1`; a focused cut needs the file's outline) passes it over
-  when even that does not fit, and keys it until a search with more room lands on it.
+  not fit), as the cut tree does for a cut's first line.
 
 The module is long because it is one algorithm whose passes share the same state; the
 parts that stand alone live beside it (:mod:`.order`, :mod:`.segtree`, :mod:`.assembly`).
@@ -79,11 +76,11 @@ from dagctx.projection.assembly import most_that_fit
 from dagctx.projection.layout import Layout
 from dagctx.projection.order import DegradeOrder
 from dagctx.projection.relevance import unrelated
-from dagctx.projection.sections import SectionCache, reference_section, section_text
+from dagctx.projection.sections import SectionCache, reference_section
 
 OMIT = 0  # NodeState.HIDDEN: the allocation's "left out"
 COLLAPSED, SUMMARY, DETAILS, ALL = 1, 2, 3, 4
-_UNKNOWN = -2  # a cut cost not measured yet; -3 - b below it: not measured, at least b
+_UNKNOWN = -2  # a cut cost not measured yet
 FULL_SHARE = 75  # percent of the room the degrade aims at; the rest first buys outlines
 WHOLE_SHARE = 50  # the best file is kept whole when it needs at most this percent of the room
 TOP_CUT_SHARE = 40  # else a focused cut of it gets up to this percent, before the fill
@@ -481,8 +478,6 @@ class Allocation:
             return INF
         if t1 == _UNKNOWN:
             return -INF
-        if t1 < _UNKNOWN:  # a lower bound (least_t1): measured when a search lands on it
-            return _UNKNOWN - 1 - t1 - self.c(i, s)
         return t1 - self.c(i, s)
 
     def _refresh(self, i: int) -> None:
@@ -570,7 +565,7 @@ class Allocation:
         self.focus = focus
         if self.pressure:
             t1, slot, tree = self.t1, self.slot, self.c_tree
-            for i in [i for i, cost in enumerate(t1) if cost > _UNKNOWN]:  # bounds stay
+            for i in [i for i, cost in enumerate(t1) if cost != _UNKNOWN]:
                 t1[i] = _UNKNOWN
                 tree.set(slot[i], self._cut_key(i))
         return True
@@ -787,7 +782,7 @@ class Allocation:
     def _top_cut_room(self, i: int, most: int) -> int:
         """The room a cut of entry ``i`` (the best file, too long to keep whole) is given
         before the fill: ``most`` tokens, or 0 when even its smallest cut needs more."""
-        if self.t1[i] <= _UNKNOWN:
+        if self.t1[i] == _UNKNOWN:
             self.t1[i] = self._measure_t1(i)
             self._refresh(i)
         t1 = self.t1[i]
@@ -944,14 +939,7 @@ class Allocation:
             if j < 0:
                 return
             i = self.entry_at[j]
-            t1 = self.t1[i]
-            if t1 == _UNKNOWN:
-                low = self.least_t1(i)
-                if low >= 0 and low - self.c(i, self.cur[i]) > slack:  # cannot fit: passed
-                    self.t1[i] = _UNKNOWN - 1 - low
-                    tree.set(j, self._cut_key(i))
-                    continue
-            if t1 <= _UNKNOWN:
+            if self.t1[i] == _UNKNOWN:
                 self.t1[i] = self._measure_t1(i)
                 tree.set(j, self._cut_key(i))
                 continue  # search again from the same place with the measured key
@@ -986,29 +974,6 @@ class Allocation:
         if render_cut is None or cuttable is None:
             return int(state), lambda k: ("", 0), 0, None
         return int(state), lambda k: (render_cut(state, k + 1), k + 1), cuttable() - 1, None
-
-    def least_t1(self, i: int) -> int:
-        """A lower bound on the tokens of entry ``i``'s smallest cut (its ``t1``) from the
-        pieces of it the node knows without cutting
-        (:meth:`~dagctx.nodes.text.TextNode.cut_bound_texts`; a focused cut needs the
-        file's outline); -1 when there is none. Sound for the pre-tokenizers of
-        :data:`~dagctx.projection.sections.JUNCTIONS` (none for any other): in each, a
-        piece never runs from a line break on into a character that is not whitespace,
-        never joins digits with a letter that follows, and never looks behind; so the
-        cut's pieces over ``head`` are ``head``'s own (it ends in ``)`` and a line
-        break, a backtick follows), those from a line break on to the end are that
-        end's own, and those over ``middle`` (after digits, before ``]`` or ``;``) are
-        ``middle``'s own; every other stretch of the cut holds a piece or more."""
-        junction = self.cache.junction
-        texts = getattr(self.layout.nodes[i], "cut_bound_texts", None)
-        parts = texts() if texts is not None and junction is not None else None
-        if parts is None or junction is None:
-            return -1
-        head, middle, end = parts
-        count = self.cache.counter.count
-        by_lines = 1 + count(section_text(end), remember=False)
-        focused = 2 + count(middle, remember=False)
-        return count(head, remember=False) + min(by_lines, focused) + junction
 
     def _measure_t1(self, i: int) -> int:
         _, cut, steps, _ = self._cut_target(i)
