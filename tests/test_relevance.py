@@ -719,6 +719,41 @@ class TestFocusChangeCost:
                 built.clear()
             assert moved > 0 and rebuilt == 0
 
+    def test_a_focus_that_moves_most_files_builds_the_plan_again(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """When a focus change moves the keys of more than MANY_MOVES entries and an
+        eighth of all, the plan is built again rather than moving each entry (here
+        MANY_MOVES is 0); each turn is still what a projection built from scratch shows."""
+        from dagctx.projection import allocation, projector
+
+        (tmp_path / "d").mkdir()
+        for i in range(60):
+            topic = ("restore", "net", "colors", "shell")[i % 4]
+            (tmp_path / "d" / f"f{i:02}.py").write_text(filler(topic, 20 + i % 7))
+        built: list[int] = []
+        real = projector.Allocation
+
+        def counting(*args: object, **kwargs: object) -> projector.Allocation:
+            built.append(1)
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(allocation, "MANY_MOVES", 0)
+        with Session(tmp_path, budget=900) as s:
+            scan_tree(s, ".")
+            s.focus("restore the snapshot")
+            s.tick()
+            monkeypatch.setattr(projector, "Allocation", counting)
+            for focus in ("net", "colors shell", "restore", "shell network"):
+                s.focus(focus)
+                result = s.tick()
+                fresh = build_projection(
+                    s.graph, SectionCache(s.counter), s.budget, changes=result.changes
+                )
+                assert result.projection.text == fresh.text
+                assert result.projection.scores == fresh.scores
+        assert len(built) >= 8  # a plan per focus change (and one per fresh build)
+
     def test_scores_are_those_of_their_turn(self, repo: Path) -> None:
         """A projection's scores are made when first read, from the levels and parts of
         its own turn: later turns do not change them."""

@@ -87,6 +87,9 @@ TOP_CUT_SHARE = 40  # else a focused cut of it gets up to this percent, before t
 LOW_CHARS = 256  # a section this long is counted only when it may be shown
 MAX_OUTLINES = 32  # nodes the outline round raises per projection
 TOP_FILE_SCAN = 4096  # slots searched from the top for the most important file
+# a turn whose changes move the keys of more entries than this, and of more than an eighth
+# of all, builds the plan again: one build costs less than that many moves in the order
+MANY_MOVES = 1024
 _NOT_CUTTABLE = -1
 
 
@@ -492,8 +495,9 @@ class Allocation:
         """Account for new versions of the nodes at entries ``changed`` (ascending walk
         order; also those whose relevance level moved): costs, frontier sums, keys (each
         entry whose key moved goes where it belongs, :meth:`_move`). Returns False when
-        the plan must be rebuilt instead (a floor went down, or too many entries would
-        move)."""
+        the plan must be rebuilt instead (a floor went down, too many entries would move
+        in a block, or the keys of more than :data:`MANY_MOVES` entries and an eighth of
+        all moved: a focus change that moves most files' levels)."""
         layout, cache = self.layout, self.cache
         nodes, requested, parent = layout.nodes, layout.requested, layout.parent
         cost, cref, press = self.cost, self.cref, self.pressure
@@ -540,6 +544,8 @@ class Allocation:
         if not press:
             return True
         moved = self.order.rekey(changed)
+        if len(moved) > MANY_MOVES and len(moved) * 8 > len(layout):
+            return False
         new = self.order.missing(moved)
         if new and not self.order.open_blocks(new):
             self._relayout(new)
