@@ -392,6 +392,60 @@ class TestBreadthBeforeDepth:
             (tmp_path / f"part_{k}.py").write_text(filler(f"paint{k}", 40))
         assert states(project(5000))["big.py"] == NodeState.DETAILS
 
+    def test_a_long_file_kept_whole_within_the_share_is_cut_for_the_next_ones(
+        self, tmp_path: Path
+    ) -> None:
+        # store.py (3,100 tokens, half the room) fits the full-content share beside the
+        # best file, and whole it would leave most related parts as outlines; a focused
+        # cut of it leaves room for the parts' content.
+        (tmp_path / "pkg").mkdir()
+        (tmp_path / "pkg" / "checkpoint.py").write_text(
+            '"""Restore checkpoints."""\n\ndef restore_checkpoint(name):\n    return name\n'
+            + filler("checkpoint", 30)
+        )
+        (tmp_path / "pkg" / "store.py").write_text(
+            "def restore_store(name):\n    return name\n" + filler("checkpoint", 300)
+        )
+        for k in range(10):
+            (tmp_path / "pkg" / f"part{k}.py").write_text(
+                f"def restore_part{k}(x):\n    return x\n" + filler(f"part{k}", 40)
+            )
+        p = render(tmp_path, 6000, "restore a checkpoint")
+        store = next(x for x in p.sections if p.labels[x.node_id] == "pkg/store.py")
+        assert store.cut_lines and store.tokens <= 6000 * 0.3, p.explain()
+        parts = [x for x in p.sections if p.labels[x.node_id].startswith("pkg/part")]
+        assert sum(x.rendered_state >= NodeState.DETAILS for x in parts) >= 8, p.explain()
+        assert p.tokens <= 6000
+
+    def test_the_file_the_degrade_stops_at_is_cut_before_smaller_ones_are_raised(
+        self, tmp_path: Path
+    ) -> None:
+        # restore.py ranks second and does not fit whole; the room left goes to its cut,
+        # not to raising the lower-ranked small files to full first.
+        (tmp_path / "pkg").mkdir()
+        (tmp_path / "pkg" / "checkpoint.py").write_text(
+            "def restore_checkpoint(name):\n    return name\n" + filler("checkpoint", 40)
+        )
+        (tmp_path / "pkg" / "restore.py").write_text(
+            "def restore(name):\n    return name\n" + filler("restore", 150)
+        )
+        for k in range(4):
+            (tmp_path / "pkg" / f"tiny{k}.py").write_text(
+                f"def restore_{k}(x):\n    return x  # checkpoint\n" + filler(f"tiny{k}", 12)
+            )
+        p = render(tmp_path, 1600, "restore a checkpoint")
+        level = {p.labels[k]: v.level for k, v in p.scores.items()}
+        cut = next(x for x in p.sections if p.labels[x.node_id] == "pkg/restore.py")
+        assert cut.cut_lines and cut.rendered_state >= NodeState.DETAILS, p.explain()
+        below = [
+            x
+            for x in p.sections
+            if level[p.labels[x.node_id]] < level["pkg/restore.py"]
+            and p.labels[x.node_id].endswith(".py")
+        ]
+        assert below and all(x.rendered_state < NodeState.DETAILS for x in below), p.explain()
+        assert p.tokens <= 1600
+
     def test_the_fill_reopens_a_collapsed_directory_to_show_its_files(self, tmp_path: Path) -> None:
         # The degrade collapses lib/ (its files first, then the directory); the fill
         # brings it straight back to DETAILS, so its files get outlines, rather than to a

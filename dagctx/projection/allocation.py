@@ -29,11 +29,19 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   the most important text node while that file needs at most :data:`WHOLE_SHARE`
   percent of the room or no other file is related to the focus; a longer best file
   gets a focused cut of up to :data:`TOP_CUT_SHARE` percent first, the degrade aiming
-  at the share less that). These shares are of the room less what the sections outside
-  the stable band need (:meth:`Allocation.decide`'s ``held``; those come on top), so a
+  at the share less that). When the best file is kept whole within the share, so is
+  any other file the degrade keeps whole that needs more than :data:`WHOLE_SHARE`
+  percent, while others relate to the focus: each gets a focused cut of up to
+  :data:`TOP_CUT_SHARE` percent and the degrade aims at the share less those
+  (:meth:`Allocation._long_files`), so a long file does not leave the next related
+  files as outlines. These shares are of the room less what the sections outside the
+  stable band need (:meth:`Allocation.decide`'s ``held``; those come on top), so a
   new message does not move them. Then, going back from the most important node,
   degraded nodes are brought up to SUMMARY (an outline) while each fits, up to the
-  first that does not (at most :data:`MAX_OUTLINES`); then, from the most important
+  first that does not (at most :data:`MAX_OUTLINES`); when the best file was kept
+  whole, the file the degrade stopped at then gets a focused cut of what is left
+  (:meth:`Allocation._cut_next`), before smaller files ranked after it are raised;
+  then, from the most important
   node again and no further than that one, each is upgraded one level at a time while
   the next level fits. So a node is never shown at more than a name while a more
   important one is left a name by the fill. A
@@ -82,14 +90,15 @@ OMIT = 0  # NodeState.HIDDEN: the allocation's "left out"
 COLLAPSED, SUMMARY, DETAILS, ALL = 1, 2, 3, 4
 _UNKNOWN = -2  # a cut cost not measured yet
 FULL_SHARE = 75  # percent of the room the degrade aims at; the rest first buys outlines
-WHOLE_SHARE = 50  # the best file is kept whole when it needs at most this percent of the room
-TOP_CUT_SHARE = 40  # else a focused cut of it gets up to this percent, before the fill
+WHOLE_SHARE = 30  # a file is kept whole when it needs at most this percent of the room
+TOP_CUT_SHARE = 25  # else a focused cut of it gets up to this percent, before the fill
 LOW_CHARS = 256  # a section this long is counted only when it may be shown
 MAX_OUTLINES = 32  # nodes the outline round raises per projection
 TOP_FILE_SCAN = 4096  # slots searched from the top for the most important file
 # a turn whose changes move the keys of more entries than this, and of more than an eighth
 # of all, builds the plan again: one build costs less than that many moves in the order
 MANY_MOVES = 1024
+NEXT_FILE_SCAN = 64  # slots searched from the degrade's stop for the file it degraded
 _NOT_CUTTABLE = -1
 
 
@@ -749,12 +758,19 @@ class Allocation:
         work = max(0, room - held)  # the shares below are of the workspace's part
         share = work * FULL_SHARE // 100 + min(room, held)
         stop, total, triggered = self._find_stop(share, share - reserve)
-        top, keep = -1, 0
+        top, keep, nxt = -1, 0, False
+        requested = self.layout.requested
+        cuts: dict[int, int] = {}  # long files kept whole within the share → their cut's room
         if stop[0] == 2:
             stop, total, triggered = self._find_stop(room, room - reserve)
-        elif stop[1] >= self._top_file_slot():  # the best file would be degraded:
+        elif stop[1] < self._top_file_slot():  # the best file is kept whole
+            stop, total, triggered = self._long_files(
+                stop, total, triggered, share, reserve, work, cuts
+            )
+            nxt = True
+        else:  # the best file would be degraded:
             top = self.top if self.top is not None else -1  # keep it whole if it can be
-            whole = self.c(top, self.layout.requested[top])  # exact, not a lower bound
+            whole = self.c(top, requested[top])  # exact, not a lower bound
             if whole <= work * WHOLE_SHARE // 100 or not self._others_related(top):
                 stop, total, triggered = self._find_stop(room, room - reserve)
                 top = -1
@@ -765,13 +781,88 @@ class Allocation:
         self.move_to(stop)
         self.total, self.triggered = total, triggered
         avail = room - reserve if triggered else room
-        if keep and self.cur[top] < self.layout.requested[top]:
+        for i, room_i in cuts.items():  # most important first
+            self.mods.append((i, requested[i]))
+            self.set_state(i, self.sa[i])
+            self.total -= self.c(i, requested[i]) - self.c(i, self.sa[i])
+            fits = min(room_i, avail - self.total) + self.c(i, self.sa[i])
+            if self.t1[i] <= fits:
+                self._apply_cut(i, fits)
+        if keep and self.cur[top] < requested[top]:
             fits = min(keep, avail - self.total) + self.c(top, self.cur[top])
             if self.t1[top] <= fits:
                 self._apply_cut(top, fits)
         low = self._fill_outlines(avail)
+        if nxt:
+            self._cut_next(stop[1], avail - self.total)
         self._fill(avail, low)
         self._cut(avail)
+
+    def _long_files(
+        self,
+        stop: tuple[int, int, int],
+        total: int,
+        triggered: bool,
+        share: int,
+        reserve: int,
+        work: int,
+        cuts: dict[int, int],
+    ) -> tuple[tuple[int, int, int], int, bool]:
+        """With the degrade stopped at ``stop`` for ``share``: the files kept whole above
+        it that need more than :data:`WHOLE_SHARE` percent of ``work``, while another file
+        is related to the focus, each get a focused cut of up to :data:`TOP_CUT_SHARE`
+        percent instead (their entry → that room, put in ``cuts``, most important first),
+        and the degrade aims at the share less those rooms; the stop, total and trigger
+        for that (the given ones when there is no such file)."""
+        limit, most = work * WHOLE_SHARE // 100, work * TOP_CUT_SHARE // 100
+        entry_at, requested = self.entry_at, self.layout.requested
+        over = 0
+        found = stop
+        for _ in range(4):  # a lower stop can keep more files whole: look again
+            new = False
+            lowest = max(found[1], self.cap - 1 - TOP_FILE_SCAN)
+            for slot in range(self.cap - 1, lowest, -1):
+                i = entry_at[slot]
+                if i < 0 or i in cuts or not self._whole_file(i):
+                    continue
+                whole = self.c(i, requested[i])
+                if whole <= limit:
+                    continue
+                if not cuts and not self._others_related(i):
+                    return stop, total, triggered
+                keep = self._top_cut_room(i, most)
+                if keep:
+                    cuts[i] = keep
+                    over += whole - keep
+                    new = True
+            if not new:
+                break
+            found, found_total, found_triggered = self._find_stop(
+                share + over, share + over - reserve
+            )
+            if found[0] == 2 or any(found[1] >= self.slot[i] for i in cuts):
+                cuts.clear()  # one of them would be degraded after all: as before
+                return stop, total, triggered
+            stop, total, triggered = found, found_total, found_triggered
+        return stop, total, triggered
+
+    def _cut_next(self, slot: int, room: int) -> None:
+        """Cut the most important file the degrade took below its requested state (at or
+        under ``slot``, among :data:`NEXT_FILE_SCAN` slots) to what ``room`` tokens more
+        than its current state allow, when its smallest cut fits: the share's rest goes
+        on in rank order rather than to smaller files ranked after it."""
+        entry_at, requested, cur = self.entry_at, self.layout.requested, self.cur
+        for s in range(slot, max(-1, slot - NEXT_FILE_SCAN), -1):
+            i = entry_at[s]
+            if i < 0 or not self._whole_file(i) or cur[i] >= requested[i] or i in self.cut:
+                continue
+            if self.t1[i] == _UNKNOWN:
+                self.t1[i] = self._measure_t1(i)
+                self._refresh(i)
+            current = self.c(i, cur[i])
+            if 0 <= self.t1[i] <= room + current:
+                self._apply_cut(i, room + current)
+            return
 
     def _others_related(self, i: int) -> bool:
         """Whether a file other than entry ``i`` is related to the focus (none without
