@@ -575,25 +575,25 @@ class TestNames:
 class TestCost:
     def test_a_huge_file_is_parsed_only_up_to_the_cap(self) -> None:
         text = "def f(x):\n    return x\n" * 1_000_000  # 23 MB
-        started = time.perf_counter()
+        started = time.process_time()
         o = outline("big.py", text)
-        assert time.perf_counter() - started < 2.0
+        assert time.process_time() - started < 2.0
         assert o.lines == 2_000_000 and o.parsed_lines < o.lines
         assert len(o.entries) == (o.parsed_lines + 1) // 2 <= MAX_PARSE_BYTES // 20
         assert o.render()[-1] == f"[outline of lines 1-{o.parsed_lines} only, of 2000000]"
         assert o.render()[-2].startswith("[… ") and len(o.render()) == 82
 
     def test_many_headings_are_linear(self) -> None:
-        started = time.perf_counter()
+        started = time.process_time()
         o = outline("x.md", "# a\n## b\n" * 50_000)
-        assert time.perf_counter() - started < 2.0 and o.entries[-1].depth == 1
+        assert time.process_time() - started < 2.0 and o.entries[-1].depth == 1
 
     @pytest.mark.parametrize("path", ["x.py", "x.c", "x.json", "x.md", "x.yaml", "x.txt"])
     def test_pathological_input_is_bounded(self, path: str) -> None:
         text = "(" * 3_000_000 + "\x00\xff{[" * 100_000 + "\n" + "x" * 1_000_000
-        started = time.perf_counter()
+        started = time.process_time()
         o = outline(path, text)
-        assert time.perf_counter() - started < 2.0
+        assert time.process_time() - started < 2.0
         assert o.parsed_lines <= 1
 
 
