@@ -446,6 +446,27 @@ class TestBreadthBeforeDepth:
         assert below and all(x.rendered_state < NodeState.DETAILS for x in below), p.explain()
         assert p.tokens <= 1600
 
+    def test_a_directory_whose_files_are_all_left_out_is_left_out_too(self, tmp_path: Path) -> None:
+        # other/ and other/deep/ hold only files unrelated to the focus: all left out, so
+        # their headings would say nothing the footer does not count.
+        (tmp_path / "pkg").mkdir()
+        (tmp_path / "pkg" / "checkpoint.py").write_text(filler("restore", 60))
+        (tmp_path / "pkg" / "snapshot.py").write_text(filler("checkpoint", 60))
+        (tmp_path / "other" / "deep").mkdir(parents=True)
+        for i in range(6):
+            (tmp_path / "other" / f"colors_{i}.py").write_text(filler(f"paint{i}", 10))
+            (tmp_path / "other" / "deep" / f"shade_{i}.py").write_text(filler(f"tint{i}", 10))
+        p = render(tmp_path, 600, "restore the checkpoint")
+        left = {p.labels[nid] for nid in p.omitted}
+        assert {f"other/colors_{i}.py" for i in range(6)} <= left, p.explain()
+        assert {"other/", "other/deep/"} <= left, p.explain()
+        assert "## other/" not in p.text and "## pkg/" in p.text
+        assert "6 in other/deep/" in p.text, p.text  # the footer still counts them
+        assert p.tokens <= 600
+        # with room for everything, every directory keeps its heading
+        whole = render(tmp_path, 10**6, "restore the checkpoint")
+        assert "## other/deep/" in whole.text and not whole.omitted
+
     def test_the_fill_reopens_a_collapsed_directory_to_show_its_files(self, tmp_path: Path) -> None:
         # The degrade collapses lib/ (its files first, then the directory); the fill
         # brings it straight back to DETAILS, so its files get outlines, rather than to a
@@ -551,31 +572,59 @@ class TestIncrementalUnderFocus:
         (root / "d").mkdir()
         for i, n in enumerate(sizes):
             (root / "d" / f"f{i}.py").write_text(filler(("restore", "net", "x")[i % 3], n))
-        with Session(root, budget=budget) as s:
-            scan_tree(s, ".")
-            s.topic("talk")
-            files = [n for n in s.nodes() if isinstance(n, TextNode)]
-            for op, a, b in ops:
-                node = files[a % len(files)]
-                if op == "edit":
-                    (root / node.path).write_text(filler(str(b), a + 3))
-                    s.file_changed(node.path)
-                elif op == "focus":
-                    s.focus(str(b) or None)
-                elif op == "say":
-                    s.message("user", str(b))
-                elif op == "state":
-                    node.set_state(str(b))
-                else:
-                    s.set_budget(int(str(b)))
-                result = s.tick()
-                p = result.projection
-                shown = result.changes if result.turn > 1 else []
-                fresh = build_projection(s.graph, SectionCache(s.counter), s.budget, changes=shown)
-                assert p.text == fresh.text
-                assert p.sections == fresh.sections and p.omitted == fresh.omitted
-                assert p.tokens <= s.budget
-                assert p.scores == fresh.scores
+        _turns_match_fresh_builds(root, budget, ops)
+
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        sizes=st.lists(st.integers(1, 60), min_size=2, max_size=9),
+        budget=st.integers(40, 3000),
+        ops=st.lists(FOCUS_OPS, min_size=1, max_size=8),
+    )
+    def test_directories_left_bare_match_a_projection_built_from_scratch(
+        self, tmp_path: Path, sizes: list[int], budget: int, ops: list[tuple[str, int, object]]
+    ) -> None:
+        """Files in nested directories: a directory whose files are all left out is left
+        out too, and brought back when one of them is shown, turn after turn."""
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        places = ("a", "b", "b/c", "b/c/e")
+        for place in places:
+            (root / place).mkdir(parents=True, exist_ok=True)
+        for i, n in enumerate(sizes):
+            path = root / places[i % 4] / f"f{i}.py"
+            path.write_text(filler(("restore", "net", "x")[i % 3], n))
+        _turns_match_fresh_builds(root, budget, ops)
+
+
+def _turns_match_fresh_builds(root: Path, budget: int, ops: list[tuple[str, int, object]]) -> None:
+    """Run ``ops`` over a session of ``root``, one tick each, and check every projection
+    against one built from scratch."""
+    with Session(root, budget=budget) as s:
+        scan_tree(s, ".")
+        s.topic("talk")
+        files = [n for n in s.nodes() if isinstance(n, TextNode)]
+        for op, a, b in ops:
+            node = files[a % len(files)]
+            if op == "edit":
+                (root / node.path).write_text(filler(str(b), a + 3))
+                s.file_changed(node.path)
+            elif op == "focus":
+                s.focus(str(b) or None)
+            elif op == "say":
+                s.message("user", str(b))
+            elif op == "state":
+                node.set_state(str(b))
+            else:
+                s.set_budget(int(str(b)))
+            result = s.tick()
+            p = result.projection
+            shown = result.changes if result.turn > 1 else []
+            fresh = build_projection(s.graph, SectionCache(s.counter), s.budget, changes=shown)
+            assert p.text == fresh.text
+            assert p.sections == fresh.sections and p.omitted == fresh.omitted
+            assert p.tokens <= s.budget
+            assert p.scores == fresh.scores
 
 
 class TestReferenceGraphLater:

@@ -46,8 +46,10 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   the next level fits. So a node is never shown at more than a name while a more
   important one is left a name by the fill. A
   :class:`~dagctx.projection._segtree.MinTree` over the upgrade cost of each slot finds
-  the next candidate directly. Then long text nodes (most important first) are cut to
-  what is left.
+  the next candidate directly. Then a directory group shown expanded with all its
+  children left out is left out too (its heading would say nothing the footer does not
+  count; :meth:`Allocation._drop_bare_groups`), and long text nodes (most important
+  first) are cut to what is left.
 - **Cuts.** A cut is a ladder of steps, each showing more and measured exactly when
   tried: a text node with an outline has focused cuts
   (:meth:`~dagctx.nodes.text.TextNode.render_focused_cut`: the definitions matching the
@@ -68,9 +70,10 @@ parts that stand alone live beside it (:mod:`.order`, :mod:`.segtree`, :mod:`.as
 
 States only move through :meth:`Allocation.set_state`, which keeps the visibility of
 entries (a collapsed or omitted container hides what it shows), the search trees and the
-set of *dirty* entries (whose section must be re-rendered) in step. Fill, cut and dropped
-companions are undone at the start of the next turn; the degrade prefix is moved, not
-recomputed.
+set of *dirty* entries (whose section must be re-rendered) in step; the one exception, a
+bare group left out, leaves its children (all left out already) visible. Fill, cut, bare
+groups and dropped companions are undone at the start of the next turn; the degrade
+prefix is moved, not recomputed.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ from array import array
 from collections.abc import Callable
 
 from dagctx.nodes.base import Node, NodeState
+from dagctx.nodes.group import GroupNode
 from dagctx.projection._segtree import INF, MinTree, PrefixTree
 from dagctx.projection.assembly import most_that_fit
 from dagctx.projection.layout import Layout
@@ -108,6 +112,8 @@ class Allocation:
     __slots__ = (
         "a_tree",
         "b_tree",
+        "bare",
+        "bared",
         "c_tree",
         "cache",
         "cap",
@@ -129,6 +135,7 @@ class Allocation:
         "owner",
         "pressure",
         "sa",
+        "shown_kids",
         "slot",
         "stop",
         "t0",
@@ -151,6 +158,14 @@ class Allocation:
         self.vis = bytearray(b"\x01") * n
         self.dropped = bytearray(n)
         self.kids = bytearray(1 if layout.end[i] > i + 1 else 0 for i in range(n))
+        # per entry, its walk children not left out (a reference counts as shown), and
+        # the groups with children of which none is (:meth:`_drop_bare_groups`)
+        self.shown_kids = array("i", bytes(4 * n))
+        for p in layout.parent:
+            if p >= 0:
+                self.shown_kids[p] += 1
+        self.bare: set[int] = set()
+        self.bared: list[tuple[int, int]] = []  # groups left out this turn, their states
         self.cut: dict[int, tuple[int, str, int]] = {}
         self.mods: list[tuple[int, int]] = []
         self.dirty: set[int] = set(range(n))
@@ -662,6 +677,8 @@ class Allocation:
         if old == state:
             return
         self.cur[i] = state
+        if (old == OMIT) != (state == OMIT):
+            self._count_shown(i, old == OMIT)
         self._touch(i)
         if self.kids[i] and self.vis[i]:
             expands = self.layout.nodes[i].expands_at
@@ -669,6 +686,17 @@ class Allocation:
             if was != now:
                 self._frontier(i, now)
         self._refresh(i)
+
+    def _count_shown(self, i: int, shown: bool) -> None:
+        """Entry ``i`` was left out and is ``shown`` now, or the other way round: keep
+        its walk parent's count of children not left out, and :attr:`bare`, in step."""
+        p = self.layout.parent[i]
+        if p >= 0:
+            left = self.shown_kids[p] = self.shown_kids[p] + (1 if shown else -1)
+            if left == 0:
+                self.bare.add(p)
+            else:
+                self.bare.discard(p)
 
     def _touch(self, i: int) -> None:
         self.dirty.add(i)
@@ -728,7 +756,10 @@ class Allocation:
     # -- one turn ---------------------------------------------------------------------
 
     def undo_turn(self) -> None:
-        """Undo the fill, cuts and companion drops of the last turn."""
+        """Undo the fill, cuts, bare groups and companion drops of the last turn."""
+        bared, self.bared = self.bared, []
+        for i, old in reversed(bared):
+            self._bare_state(i, old)
         for i in list(self.cut):
             del self.cut[i]
             self._touch(i)
@@ -796,7 +827,37 @@ class Allocation:
         if nxt:
             self._cut_next(stop[1], avail - self.total)
         self._fill(avail, low)
+        self._drop_bare_groups()
         self._cut(avail)
+
+    def _drop_bare_groups(self) -> None:
+        """Leave out every group shown expanded whose children are all left out, and
+        then a group left with only such groups: its heading would show nothing the
+        footer does not already count. Its children keep their visibility (all are
+        left out: hiding them would change no section but re-examine each of them every
+        turn); :meth:`undo_turn` brings the groups back first."""
+        todo = list(self.bare)
+        cur, vis, nodes, parent = self.cur, self.vis, self.layout.nodes, self.layout.parent
+        while todo:
+            i = todo.pop()
+            s = cur[i]
+            if not vis[i] or s == OMIT or s not in nodes[i].expands_at:
+                continue
+            if not isinstance(nodes[i], GroupNode):
+                continue
+            self.bared.append((i, s))
+            self.total -= self.c(i, s)
+            self._bare_state(i, OMIT)
+            if parent[i] in self.bare:
+                todo.append(parent[i])
+
+    def _bare_state(self, i: int, state: int) -> None:
+        """Move the bare group at entry ``i`` between its shown state and OMIT
+        (:meth:`_drop_bare_groups`), leaving its children as they are."""
+        old, self.cur[i] = self.cur[i], state
+        self._count_shown(i, old == OMIT)
+        self._touch(i)
+        self._refresh(i)
 
     def _long_files(
         self,

@@ -11,14 +11,17 @@ For a budget ``B``:
    important node it shows — each node one level at a time down to COLLAPSED (or its
    ``min_state``; with a focus, a file unrelated to it down to omitted) until three
    quarters of the room is enough (all of it when that would leave nodes out, or
-   degrade the most important file while it needs at most half the room or nothing
-   else relates to the focus; a longer one is cut to at most 40 % of the room first);
-   if that is not enough, omit nodes in the same order. A container that stops showing
-   its children hides them (their cost leaves the total; they count as left out). Once
-   anything is left out, room is kept for the footer that lists it (by directory).
+   degrade the most important file while it needs at most 30 % of the room or nothing
+   else relates to the focus; a longer one, and any other file kept whole that needs
+   more than 30 %, is cut to at most 25 % of the room first); if that is not enough,
+   omit nodes in the same order. A container that stops showing its children hides them
+   (their cost leaves the total; they count as left out). Once anything is left out,
+   room is kept for the footer that lists it (by directory).
 3. Breadth before depth: going back from the most important node, bring degraded nodes
-   up to SUMMARY (outlines) while each fits; then, no further down than the first that
-   did not, upgrade every degraded node one level at a time while the next level fits.
+   up to SUMMARY (outlines) while each fits; cut the file the degrade stopped at to what
+   is left; then, no further down than the first that did not fit, upgrade every
+   degraded node one level at a time while the next level fits. A directory shown with
+   every file in it left out is left out too (the footer counts it).
 4. Fill what is left by cutting long text nodes (most important first): a source file
    shows the definitions that match the focus in full and the rest as outline lines,
    each elided range marked with its line numbers (without a focus its head and
