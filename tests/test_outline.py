@@ -499,6 +499,35 @@ class TestOtherFormats:
         ]
         assert o.render()[1] == "  ## Install  [L3-7]"
 
+    def test_markdown_setext_headings_outside_front_matter_tables_and_lists(self) -> None:
+        text = (
+            "---\ntitle: page\n---\nTitle\n=====\n\nUsage\n-----\n\n| a |\n|---|\n\n"
+            "- item\n---\n\ntext\nmore text\n---\n\n## Last\n"
+        )
+        o = outline("doc.md", text)
+        assert shape(o) == [
+            ("Title", "heading", 4, 20, 0),
+            ("Usage", "heading", 7, 19, 1),
+            ("Last", "heading", 20, 20, 1),
+        ]
+        assert o.render()[1] == "  ## Usage  [L7-19]"
+
+    def test_rst_section_titles_nest_by_the_order_of_their_styles(self) -> None:
+        text = (
+            "=====\nGuide\n=====\n\nIntro\n\nInstall\n-------\n\n::\n\n    code\n"
+            "    ----\n\nLinux\n~~~~~\n\n----------\n\nUse\n---\n\nnot a title.\n"
+            "function or CLI command.\n"
+        )
+        o = outline("docs/guide.rst", text)
+        assert o.source == "rst"
+        assert shape(o) == [
+            ("Guide", "heading", 1, 24, 0),
+            ("Install", "heading", 7, 19, 1),
+            ("Linux", "heading", 15, 19, 2),
+            ("Use", "heading", 20, 24, 1),
+        ]
+        assert o.render()[:2] == ["Guide  [L1-24]", "  Install  [L7-19]"]
+
     def test_json_top_level_keys(self) -> None:
         text = (
             '{\n  "name": "app",\n  "scripts": {\n    "name": "nested"\n  },\n'
@@ -570,6 +599,21 @@ class TestNames:
     @given(st.text(st.sampled_from("def class x_(): \n\t'\"#{}[]A"), max_size=120))
     def test_names_of_any_python_text(self, text: str) -> None:
         assert names("x.py", text) == [e.name for e in outline("x.py", text).entries]
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.text(st.sampled_from("Ab =-~#|>\n\n"), max_size=160))
+    @pytest.mark.parametrize("path", ["x.md", "x.rst"])
+    def test_headings_of_any_text_are_well_formed_sections(self, path: str, text: str) -> None:
+        """Markdown and reStructuredText titles from any text: in file order, each section
+        inside the file and inside its parent's, depth one more than the parent's."""
+        o = outline(path, text)
+        entries = o.entries
+        assert [e.start for e in entries] == sorted({e.start for e in entries})
+        for e in entries:
+            assert 1 <= e.start <= e.end <= max(o.lines, 1)
+            if e.parent is not None:
+                up = entries[e.parent]
+                assert up.start < e.start and e.end <= up.end and e.depth == up.depth + 1
 
 
 class TestCost:

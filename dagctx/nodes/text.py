@@ -88,7 +88,7 @@ _SKIP_PIECE = 1 << 16  # bytes read at a time while skipping to a line range
 _LANGUAGES = {
     ".py": "python", ".js": "javascript", ".ts": "typescript", ".tsx": "tsx", ".jsx": "jsx",
     ".rs": "rust", ".go": "go", ".java": "java", ".c": "c", ".h": "c", ".cpp": "cpp",
-    ".hpp": "cpp", ".rb": "ruby", ".sh": "bash", ".md": "markdown", ".json": "json",
+    ".hpp": "cpp", ".rb": "ruby", ".sh": "bash", ".md": "markdown", ".rst": "rst", ".json": "json",
     ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".html": "html", ".css": "css",
     ".sql": "sql", ".kt": "kotlin", ".swift": "swift", ".php": "php", ".cs": "csharp",
 }  # fmt: skip

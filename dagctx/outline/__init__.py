@@ -3,9 +3,9 @@
 :func:`outline` turns a file's text into an :class:`Outline` of :class:`Entry` values
 (name, kind, 1-based start and end line, signature as written, first docstring line,
 parent): tree-sitter grammars for Python, JavaScript/JSX, TypeScript/TSX, Go, Rust, Java,
-C, C++, Ruby, C# and PHP (:mod:`.code`); markdown headings and the top-level keys of JSON,
-TOML and YAML (:mod:`.data`); for anything else, or a grammar that cannot be loaded, a
-regex over line starts.
+C, C++, Ruby, C# and PHP (:mod:`.code`); markdown and reStructuredText section titles and
+the top-level keys of JSON, TOML and YAML (:mod:`.data`); for anything else, or a grammar
+that cannot be loaded, a regex over line starts.
 
 The cost is bounded: at most :data:`MAX_PARSE_BYTES` of a text are looked at. Outlines
 are values: the same text gives the same outline. This package must not import the rest
@@ -29,6 +29,7 @@ from dagctx.outline.data import (
     fallback_entries,
     json_entries,
     markdown_entries,
+    rst_entries,
     toml_entries,
     yaml_entries,
 )
@@ -43,9 +44,9 @@ _EXTENSIONS = {
     ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp",
     ".hh": "cpp", ".hxx": "cpp", ".rb": "ruby", ".cs": "csharp", ".php": "php",
     ".md": "markdown", ".markdown": "markdown", ".json": "json", ".toml": "toml",
-    ".yaml": "yaml", ".yml": "yaml",
+    ".yaml": "yaml", ".yml": "yaml", ".rst": "rst", ".rest": "rst",
 }  # fmt: skip
-_OTHERS = frozenset({"markdown", "json", "toml", "yaml"})
+_OTHERS = frozenset({"markdown", "rst", "json", "toml", "yaml"})
 
 
 def language_of(path_or_language: str) -> str:
@@ -84,6 +85,8 @@ def outline(path_or_language: str, text: str, *, first_line: int = 1) -> Outline
         return Outline(
             language, "markdown", tuple(markdown_entries(lines, first_line)), total, parsed
         )
+    if language == "rst":
+        return Outline(language, "rst", tuple(rst_entries(lines, first_line)), total, parsed)
     if language == "yaml":
         return Outline(language, "yaml", tuple(yaml_entries(lines, first_line)), total, parsed)
     if language in ("json", "toml") and parsed == total:

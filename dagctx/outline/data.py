@@ -1,5 +1,5 @@
-"""Outlines without a grammar: markdown headings, the top-level keys of JSON, TOML and YAML,
-and the regex fallback for everything else.
+"""Outlines without a grammar: markdown and reStructuredText section titles, the top-level
+keys of JSON, TOML and YAML, and the regex fallback for everything else.
 
 JSON and TOML are read with the standard library (a text that does not parse falls back
 to the regex outline); YAML's top-level keys come from a line scan (a key at column 0
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from dagctx.outline.model import SIGNATURE_CHARS, Entry, clip
 
@@ -22,6 +22,9 @@ FALLBACK = re.compile(
 )
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
+# A reStructuredText section adornment: one punctuation character repeated, 3 or more.
+_RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}\s*$")
 _YAML_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#:\-?&*!|>'"%@`{\[][^:#]*?))\s*:(?:\s|$)""")
 _BLOCK_SCALAR = re.compile(r":\s*[|>][-+0-9]*\s*(?:#.*)?$")
 
@@ -37,11 +40,15 @@ def fallback_entries(lines: list[str], first_line: int = 1) -> list[Entry]:
 
 
 def markdown_entries(lines: list[str], first_line: int = 1) -> list[Entry]:
-    """One entry per ATX heading outside fenced code, nested by level; each heading's
-    section runs to the line before the next heading of the same or a higher level."""
+    """One entry per heading outside fenced code and front matter, nested by level: ATX
+    (``## Title``) and setext (a one-line paragraph underlined with ``===`` for level 1 or
+    ``---`` for level 2). Each section runs to the line before the next heading of the same
+    or a higher level; the signature is written ATX style."""
     found: list[tuple[int, int, str]] = []  # (line, level, title)
     fence = ""
-    for i, line in enumerate(lines, first_line):
+    start = _front_matter_end(lines)
+    for k in range(start, len(lines)):
+        line = lines[k]
         opened = _FENCE.match(line)
         if fence:
             if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
@@ -50,8 +57,81 @@ def markdown_entries(lines: list[str], first_line: int = 1) -> list[Entry]:
         if opened:
             fence = opened.group(1)
         elif (m := _HEADING.match(line)) is not None:
-            found.append((i, len(m.group(1)), m.group(2)))
-    last = first_line + len(lines) - 1
+            found.append((k + first_line, len(m.group(1)), m.group(2)))
+        elif (under := _SETEXT.match(line)) is not None and _paragraph_line(lines, k - 1, start):
+            level = 1 if under.group(1)[0] == "=" else 2
+            found.append((k - 1 + first_line, level, lines[k - 1].strip()))
+    return _sections(
+        found, first_line + len(lines) - 1, lambda level, title: f"{'#' * level} {title}"
+    )
+
+
+def rst_entries(lines: list[str], first_line: int = 1) -> list[Entry]:
+    """One entry per reStructuredText section title, nested by level: a title line at
+    column 0 after a blank line, underlined (and maybe overlined) by one punctuation
+    character repeated at least as long as the title (or 4 or more times). Levels follow
+    the order in which the adornment styles first appear, as in docutils."""
+    styles: list[tuple[str, bool]] = []
+    found: list[tuple[int, int, str]] = []
+    k = 0
+    while k < len(lines):
+        over = _RST_ADORNMENT.match(lines[k])
+        if over is not None and k + 2 < len(lines):
+            title, under = lines[k + 1].strip(), _RST_ADORNMENT.match(lines[k + 2])
+            if title and under is not None and under.group(1) == over.group(1):
+                style = (over.group(1), True)
+                if style not in styles:
+                    styles.append(style)
+                found.append((k + first_line, styles.index(style) + 1, title))
+                k += 3
+                continue
+        title = lines[k].rstrip()
+        if (
+            over is None
+            and k + 1 < len(lines)
+            and title[:1].strip()
+            and (k == 0 or not lines[k - 1].strip())
+            and (under := _RST_ADORNMENT.match(lines[k + 1])) is not None
+            and len(lines[k + 1].rstrip()) >= min(len(title), 4)
+        ):
+            style = (under.group(1), False)
+            if style not in styles:
+                styles.append(style)
+            found.append((k + first_line, styles.index(style) + 1, title))
+            k += 2
+            continue
+        k += 1
+    return _sections(found, first_line + len(lines) - 1, lambda _level, title: title)
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """The index of the first line after a YAML front matter block (``---`` ... ``---``
+    at the very top), or 0 when there is none."""
+    if lines and lines[0].rstrip() == "---":
+        for k in range(1, len(lines)):
+            if lines[k].rstrip() in ("---", "..."):
+                return k + 1
+    return 0
+
+
+def _paragraph_line(lines: list[str], k: int, start: int) -> bool:
+    """Whether line ``k`` is a one-line paragraph a setext underline can make a heading:
+    text not indented as code, after a blank line (or the start), not itself a heading,
+    list item, quote or table row."""
+    if k < start or not lines[k].strip() or lines[k].startswith("    "):
+        return False
+    if k > start and lines[k - 1].strip():
+        return False
+    first = lines[k].lstrip()[:1]
+    return first not in ("#", ">", "|", "-", "*", "+", "<") and _SETEXT.match(lines[k]) is None
+
+
+def _sections(
+    found: list[tuple[int, int, str]], last: int, signature: Callable[[int, str], str]
+) -> list[Entry]:
+    """Heading entries from ``(line, level, title)`` in file order: each section runs to
+    the line before the next heading of the same or a higher level (or to ``last``), and
+    nests under the nearest open heading of a higher level."""
     ends = [last] * len(found)
     parents: list[int | None] = []
     stack: list[int] = []  # indexes of the headings still open, levels increasing
@@ -63,8 +143,8 @@ def markdown_entries(lines: list[str], first_line: int = 1) -> list[Entry]:
     entries: list[Entry] = []
     for (at, level, title), end, parent in zip(found, ends, parents, strict=True):
         depth = entries[parent].depth + 1 if parent is not None else 0
-        signature = clip(f"{'#' * level} {title}", SIGNATURE_CHARS)
-        entries.append(Entry(title, "heading", at, end, signature, "", depth, parent))
+        text = clip(signature(level, title), SIGNATURE_CHARS)
+        entries.append(Entry(title, "heading", at, end, text, "", depth, parent))
     return entries
 
 

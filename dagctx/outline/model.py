@@ -43,9 +43,9 @@ class Entry:
 class Outline:
     """A file's outline: its entries in source order and how they were found.
 
-    ``source`` is ``"tree-sitter"``, ``"json"``, ``"toml"``, ``"yaml"``, ``"markdown"`` or
-    ``"regex"`` (the fallback). ``parsed_lines`` is how many of the ``lines`` lines were
-    looked at: fewer when the text was longer than the parse cap.
+    ``source`` is ``"tree-sitter"``, ``"json"``, ``"toml"``, ``"yaml"``, ``"markdown"``,
+    ``"rst"`` or ``"regex"`` (the fallback). ``parsed_lines`` is how many of the ``lines``
+    lines were looked at: fewer when the text was longer than the parse cap.
     """
 
     language: str
