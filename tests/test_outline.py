@@ -787,6 +787,25 @@ class TestCompactOutline:
         markers = [x for x in lines if "more definition" in x]
         assert len(lines) - len(markers) + sum(int(x.split()[1]) for x in markers) == len(o.entries)
 
+    @given(classes=st.integers(0, 12), methods=st.integers(0, 12), cap=st.integers(0, 2000))
+    @settings(max_examples=40, deadline=None)
+    def test_markers_count_toward_the_cap(self, classes: int, methods: int, cap: int) -> None:
+        """Entry lines and markers together stay within the cap, unless not even the one
+        marker of every entry fits (then that marker alone)."""
+        o = outline("m.py", _big_module(classes, methods))
+        lines = o.compact(cap)
+        total = sum(len(x) + 1 for x in lines)
+        assert total <= cap or (len(lines) == 1 and lines[0].startswith("… "))
+
+    def test_a_changelog_outline_is_not_doubled_by_its_markers(self) -> None:
+        text = "# Changes\n\n" + "".join(
+            f"## Version 1.{v}\n\n" + "".join(f"### Part {p}\n\nx\n\n" for p in range(4))
+            for v in range(60)
+        )
+        lines = outline("CHANGES.md", text).compact(480)
+        assert sum(len(x) + 1 for x in lines) <= 480  # was 1,250: a marker under each version
+        assert lines[0] == "# Changes  [L1-1082]" and lines[1].startswith("  ## Version 1.0  ")
+
     def test_text_node_summary_is_compact_tests_tersest(self, tmp_path: Path) -> None:
         (tmp_path / "tests").mkdir()
         source = _big_module(6, 12)

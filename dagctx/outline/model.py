@@ -63,8 +63,8 @@ class Outline:
 
         Without ``max_chars``: over ``max_entries`` the deepest levels go first (top-level
         definitions stay), then the tail, and a last line says how many entries were left
-        out. With ``max_chars`` (see :meth:`compact`): the entry lines shown take at most
-        that many characters, and what is left out is marked where it was.
+        out. With ``max_chars`` (see :meth:`compact`): the lines shown, the markers of what
+        is left out (where it was) included, take at most that many characters.
         """
         if max_chars is not None:
             return self.compact(max_chars)
@@ -80,7 +80,25 @@ class Outline:
         return out + self._partial()
 
     def compact(self, max_chars: int) -> list[str]:
-        """The outline in at most ``max_chars`` characters of entry lines (markers apart).
+        """The outline in at most ``max_chars`` characters, the markers of what is left out
+        included (a line of :meth:`_compact` for the largest share of entry lines whose
+        whole text fits; when not even the one marker of all entries fits, that marker).
+        """
+        lines = self._compact(max_chars)
+        if _chars(lines) <= max_chars:
+            return lines + self._partial()
+        low, high = 0, max_chars  # entry characters: the most whose lines and markers fit
+        while low < high:
+            middle = (low + high + 1) // 2
+            if _chars(self._compact(middle)) <= max_chars:
+                low = middle
+            else:
+                high = middle - 1
+        return self._compact(low) + self._partial()
+
+    def _compact(self, max_chars: int) -> list[str]:
+        """The outline lines whose entry lines take at most ``max_chars`` characters,
+        markers apart.
 
         Entries are taken level by level — every top-level definition in source order
         first, then what they nest, one level at a time — each while its line fits
@@ -127,13 +145,18 @@ class Outline:
                 close()
             run.append(k)
         close()
-        return out + self._partial()
+        return out
 
     def _partial(self) -> list[str]:
         """The line saying only part of the text was looked at (none when all was)."""
         if self.parsed_lines < self.lines:
             return [f"[outline of lines 1-{self.parsed_lines} only, of {self.lines}]"]
         return []
+
+
+def _chars(lines: list[str]) -> int:
+    """The characters of ``lines`` shown one per line."""
+    return sum(len(line) + 1 for line in lines)
 
 
 def _line(entry: Entry, *, doc: bool = True) -> str:
