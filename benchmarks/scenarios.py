@@ -510,6 +510,17 @@ def memory(b: Bench) -> list[Row]:
                 target=MEMORY_TARGET,
             )
         )
+        if depth == 3:
+            saved = b.tmp / "memory-session.db"
+            _projected_session(repo, saved)
+            resumed = _traced(lambda repo=repo, saved=saved: _resumed_session(repo, saved))
+            rows.append(
+                row(
+                    "  the same resumed from its session file, each file read (informational)",
+                    (resumed - content) / repo.nodes,
+                    "B/node",
+                )
+            )
         if depth == 3 and not b.quick:
             nodes_bytes = _traced(lambda repo=repo: _standalone_nodes(repo))
             rows.append(
@@ -537,10 +548,28 @@ def _traced(build: Any) -> int:
     return used
 
 
-def _projected_session(repo: Repo) -> Session:
+def _projected_session(repo: Repo, save: Path | None = None) -> Session:
     session = Session(repo.root, budget=128_000)
     scan_tree(session, ".")
     session.tick()
+    if save is not None:
+        session.save(save)
+    session.close()
+    return session
+
+
+def _resumed_session(repo: Repo, saved: Path) -> Session:
+    """The session saved at ``saved`` resumed as a watch resumes it and ticked at 128k,
+    then every file node rendered (so that it holds its file's text, as a scanned one)."""
+    from dagctx.nodes.text import TextNode
+    from dagctx.watch.tracker import TreeTracker
+
+    session = Session.load(saved, root=repo.root)
+    TreeTracker(session, ".").load()
+    session.tick()
+    for node in session.nodes():
+        if isinstance(node, TextNode):
+            node.render(NodeState.DETAILS)
     session.close()
     return session
 

@@ -366,6 +366,34 @@ class TestMemory:
             assert snapshot is not None and len(bytes.fromhex(snapshot["digest"])) == 16
             assert node._digest is None  # one per node would cost memory, not kept
 
+    def test_resumed_nodes_share_their_mode_and_times_and_hold_no_empty_tag_set(
+        self, tree: Path
+    ) -> None:
+        _save_cold(tree)
+        session, _ = _resume(tree)
+        with session:
+            nodes = list(session.graph)
+            assert len(nodes) > 12
+            # the steering's check of each adopted file gave none a set of tags
+            assert all(n._tags is None for n in nodes)
+            # one string per mode, not one decoded from the file per node
+            assert all(n.mode is nodes[0].mode for n in nodes)
+            # a node never updated keeps one float for both times, as a new node does
+            assert all(n.updated_at is n.created_at for n in nodes if n.version == 0)
+
+    def test_a_steered_tag_is_still_taken_back_when_no_rule_sets_it(self, tree: Path) -> None:
+        from dagctx.watch.steering import NO_STEERING, PRIORITY_TAG
+
+        session, _ = _cold(tree, 100_000)
+        with session:
+            (node,) = session.text_nodes("pkg0/mod0.py")
+            node.priority = 90
+            node.tags.add(PRIORITY_TAG)
+            assert node.has_tag(PRIORITY_TAG)
+            NO_STEERING.apply(node)
+            assert node.priority == node.default_priority
+            assert not node.has_tag(PRIORITY_TAG) and node.tags == set()
+
 
 class TestLoadCost:
     def test_the_garbage_collector_does_not_run_while_a_session_loads(self, tmp_path: Path) -> None:

@@ -229,7 +229,12 @@ class Node:
 
     @tags.setter
     def tags(self, value: Iterable[str]) -> None:
-        self._tags = set(value)
+        self._tags = set(value) or None  # no set while there are none
+
+    def has_tag(self, tag: str) -> bool:
+        """Whether the node carries ``tag`` (without giving it a set of tags, as reading
+        :attr:`tags` does)."""
+        return self._tags is not None and tag in self._tags
 
     @property
     def parents(self) -> list[Node]:
@@ -464,9 +469,10 @@ class Node:
             get["tags"], get["created_at"], get["updated_at"], strict=True,
         ):  # fmt: skip
             node = new(cls)
-            node.id, node.version, node.state, node.mode = nid, version, state, mode
+            node.id, node.version, node.state, node.mode = nid, version, state, _MODES[mode]
             node.frequency, node._priority, node._tags = frequency, priority, set(tags) or None
-            node.created_at, node.updated_at = float(created), float(updated)
+            node.created_at = created = float(created)
+            node.updated_at = created if updated == created else float(updated)
             node.graph, node.last_run, node.seq = None, None, 0
             nodes.append(node)
         own = {key: _column(columns, key, count) for key in cls.column_keys}
@@ -518,9 +524,10 @@ class Node:
             node.id = _checked(data["id"], str, "id")
             node.version = _checked(data["version"], int, "version")
             node.state = NodeState.parse(data["state"])
-            node.mode = data.get("mode", "running")
-            if node.mode not in ("running", "paused"):
-                raise ValueError(f"mode must be 'running' or 'paused', got {node.mode!r}")
+            mode = data.get("mode", "running")
+            if mode not in _MODES:
+                raise ValueError(f"mode must be 'running' or 'paused', got {mode!r}")
+            node.mode = _MODES[mode]
             frequency = data.get("frequency") or {"kind": "never"}
             node.frequency = TickFrequency.from_dict(_checked(frequency, dict, "frequency"))
             node._priority = _checked(data.get("priority"), int | None, "priority")
@@ -529,6 +536,8 @@ class Node:
             for name in ("created_at", "updated_at"):
                 at = _checked(data.get(name, getattr(node, name)), int | float, name)
                 setattr(node, name, float(at))
+            if node.updated_at == node.created_at:  # one float for both, as a new node has
+                node.updated_at = node.created_at
             if snapshot is None and not cls.data_checked:
                 _check_usable(node)
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
@@ -542,7 +551,9 @@ COMMON_COLUMNS = (
 )  # fmt: skip
 """The columns every type's :meth:`Node.to_columns` starts with (keys of :meth:`Node.to_dict`)."""
 _STATE_NAMES = {state.name: state for state in NodeState}
-_MODES = frozenset({"running", "paused"})
+#: The modes by name: a saved mode is replaced by this module's string (one object for
+#: every node, not one decoded string per node).
+_MODES: dict[str, Literal["running", "paused"]] = {"running": "running", "paused": "paused"}
 _MISSING = object()
 
 

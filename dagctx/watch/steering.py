@@ -103,19 +103,18 @@ class Steering:
         no rule matches any more its type's default for what a rule had set (each a
         change when it differs)."""
         fields = self.node_fields(node.path)
-        tags = node.tags
         if "priority" in fields:
             node.priority = fields["priority"]
-            tags.add(PRIORITY_TAG)
-        elif PRIORITY_TAG in tags:
+            node.tags.add(PRIORITY_TAG)
+        elif node.has_tag(PRIORITY_TAG):
             node.priority = None
-            tags.discard(PRIORITY_TAG)
+            node.tags.discard(PRIORITY_TAG)
         if "state" in fields:
             node.set_state(fields["state"])
-            tags.add(STATE_TAG)
-        elif STATE_TAG in tags:
+            node.tags.add(STATE_TAG)
+        elif node.has_tag(STATE_TAG):
             node.set_state(node.default_state)
-            tags.discard(STATE_TAG)
+            node.tags.discard(STATE_TAG)
 
 
 #: The tag of a node whose priority a rule set.
