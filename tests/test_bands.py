@@ -103,6 +103,34 @@ class TestLayout:
                 assert band_of(loaded.graph.get(files[1].id)) == CHANGED
                 assert band_of(loaded.graph.get(files[0].id)) == STABLE
 
+    def test_the_changed_band_is_in_the_order_of_the_last_change(self, tmp_path: Path) -> None:
+        # an agent editing f0 again and again rewrites f0 and what follows it, not f3
+        for i in range(4):
+            write(tmp_path, f"f{i}.py", f"def f{i}():\n    return {i}\n")
+        with Session(tmp_path, budget=50_000) as s:
+            files = [s.text(f"f{i}.py") for i in range(4)]
+            s.tick()
+            for i in (3, 0):
+                write(tmp_path, f"f{i}.py", f"v = {i}\n")
+                s.tick()
+            write(tmp_path, "f3.py", "v = 33\n")
+            before = s.tick().projection  # f3 changed last
+            assert order(before)[:4] == [files[i].id for i in (1, 2, 0, 3)]
+            for k in range(3):
+                write(tmp_path, "f0.py", f"v = {k}\n" * (k + 2))
+                r = s.tick()
+                after = r.projection
+                assert after.text == fresh(s, 50_000, r.changes).text
+                assert order(after)[:4] == [files[i].id for i in (1, 2, 3, 0)]
+                if k == 0:  # f0 moved after f3: the text before the place it left stays
+                    f0 = before.text.index(f"### f0.py (#{files[0].id})")
+                    assert after.text[:f0] == before.text[:f0]
+                else:  # and stays at the end: the text before it, f3 included, stays
+                    f0 = after.text.index(f"### f0.py (#{files[0].id})")
+                    f3 = after.text.index(f"### f3.py (#{files[3].id})")
+                    assert f3 < f0 and after.text[:f0] == before.text[:f0]
+                before = after
+
     def test_a_new_message_keeps_the_whole_workspace_cached(self, tmp_path: Path) -> None:
         for i in range(3):
             write(tmp_path, f"f{i}.py", f"def f{i}():\n    return {i}\n")

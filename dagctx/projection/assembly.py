@@ -3,11 +3,12 @@ plus the "changes since last turn" section and the "left out" footer.
 
 :class:`Body` keeps the sections shown for one budget together with their texts: those of
 the stable band (:mod:`dagctx.projection.bands`) in a list in walk order, the later bands
-in a tail ordered by band, then walk order. A turn re-examines only the entries the
-allocation marked dirty; Fenwick trees over walk positions give each one's place in the
-list and the characters and tokens before it (the stable prefix), and the band ends are
-the stable band's length plus the tail's, so no part of a turn's assembly walks every
-shown section but the final join.
+in a tail, put in text order (by band, then as each band orders its sections) when the
+text is made. A turn re-examines only the entries the allocation marked dirty; Fenwick
+trees over walk positions give each one's place in the list and the characters and
+tokens before it (the stable prefix), and the band ends are the stable band's length plus
+the tail's, so no part of a turn's assembly walks every shown section but the final join
+and the sort of the tail.
 """
 
 from __future__ import annotations
@@ -83,9 +84,11 @@ class Body:
         "toks",
         "unsafe",
         "valid",
+        "within",
     )
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, within: Callable[[int], int] | None = None) -> None:
+        self.within = within  # where a later band's entry goes inside its band (walk order)
         self.shown = bytearray(n)  # 1: in the body list (stable band), 1 + band: in the tail
         self.count = Fenwick(n, "i")
         self.toks = Fenwick(n)
@@ -102,7 +105,7 @@ class Body:
     def rebuild(self, n: int, section: Callable[[int], tuple[Shown, int]]) -> None:
         """Recompute every entry (a new layout, or after an exceptional assembly);
         ``section(i)`` gives entry ``i``'s section and text (or None) and its band."""
-        self.__init__(n)  # type: ignore[misc]
+        self.__init__(n, self.within)  # type: ignore[misc]
         sections, texts, flags = self.sections, self.texts, self.shown
         ones, tokens, chars = [0] * n, [0] * n, [0] * n
         for i in range(n):
@@ -209,16 +212,17 @@ class Body:
         self.moved = True
 
     def ordered(self) -> tuple[list[Section], list[str], tuple[list[int], list[int]]]:
-        """The shown sections and their texts in text order (by band, then walk order),
-        and the offsets where each band and each content block ends in their
-        concatenation (:func:`~dagctx.projection.bands.ends`; the stable band, one block,
-        from :attr:`chars`, so only the tail's texts are walked)."""
+        """The shown sections and their texts in text order (by band, then
+        :attr:`within` for the later bands' entries when given, then walk order), and
+        the offsets where each band and each content block ends in their concatenation
+        (:func:`~dagctx.projection.bands.ends`; the stable band, one block, from
+        :attr:`chars`, so only the tail's texts are walked)."""
         stable = self.chars.prefix(self.chars.n)
         head = [stable] if self.texts else []
         if not self.tail:
             return list(self.sections), list(self.texts), (head, list(head))
-        shown = self.shown
-        order = sorted(self.tail, key=lambda i: (shown[i], i))
+        shown, within = self.shown, self.within
+        order = sorted(self.tail, key=lambda i: (shown[i], within(i) if within else 0, i))
         later = [self.tail[i][1] for i in order]
         sections = self.sections + [self.tail[i][0] for i in order]
         band_ends, block_ends = ends(later, [shown[i] - 1 for i in order])

@@ -7,7 +7,11 @@ bands, in this order:
 1. **stable**: the workspace — groups, directories, files, outlines, tool definitions —
    in walk order.
 2. **changed**: files whose content has changed during the session
-   (:attr:`~dagctx.nodes.text.TextNode.edited`), in walk order. Hysteresis: a file
+   (:attr:`~dagctx.nodes.text.TextNode.edited`), in the order of their last change
+   (oldest first: :attr:`~dagctx.nodes.base.Node.seq`, the graph's logical clock), so
+   the files an agent keeps editing gather at the band's end and an edit rewrites only
+   the files changed after the edited one, not every edited file after it in walk
+   order (:func:`within`). Hysteresis: a file
    moves here at its first change, once, and stays, so an agent's working set stops
    rewriting the stable band after each file's first edit, and a file never moves back
    and forth. The flag is part of the node (saved with it; a checkpoint restore, which
@@ -20,12 +24,14 @@ bands, in this order:
    changes).
 
 The "changes since last turn" section and the left-out footer follow the last band.
-Inside each band sections keep their walk order, so the group structure reads the same.
+Inside every other band sections keep their walk order, so the group structure reads the
+same.
 A band depends only on the node, never on the budget: the same graph gives the same
 order (determinism), and an unbudgeted render is ordered the same way (fidelity). When
 one node changes, the text before its section is byte-identical to the previous turn's,
-except on the one turn a file moves to the changed band (its first change): then the
-text before the place it leaves is.
+except when its section moves to a later place (a file's first change moves it to the
+changed band, a changed file's next change to that band's end): then the text before
+the place it leaves is.
 
 The later bands grow every turn (a new message, the session node's turn), and so does
 the "changes since last turn" section; if the workspace got whatever they leave, its
@@ -66,10 +72,17 @@ def band_of(node: Node) -> int:
     return STABLE
 
 
-def in_bands(items: Iterable[tuple[int, _T]]) -> list[_T]:
-    """The items (band, item), given in walk order, ordered by band (walk order kept
-    inside each band)."""
-    return [item for _, item in sorted(items, key=lambda pair: pair[0])]
+def within(band: int, node: Node) -> int:
+    """Where ``node``'s section goes inside ``band`` before walk order breaks ties: its
+    last change (:attr:`~dagctx.nodes.base.Node.seq`) in the changed band, else 0 (walk
+    order)."""
+    return node.seq if band == CHANGED else 0
+
+
+def in_bands(items: Iterable[tuple[int, Node, _T]]) -> list[_T]:
+    """The items (band, node, item), given in walk order, in text order: by band, then
+    :func:`within` the band (walk order kept for ties)."""
+    return [item for *_, item in sorted(items, key=lambda t: (t[0], within(t[0], t[1])))]
 
 
 def ends(texts: Sequence[str], bands: Sequence[int]) -> tuple[list[int], list[int]]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from dagctx._plural import counted
 from dagctx._quote import inline
 from dagctx.graph import ContextGraph
-from dagctx.nodes.base import NodeState, Trace
+from dagctx.nodes.base import Node, NodeState, Trace
 from dagctx.projection.allocation import OMIT, Allocation
 from dagctx.projection.assembly import (
     CHANGES_SHARE,
@@ -42,7 +42,7 @@ from dagctx.projection.assembly import (
     footer,
     left_out_names,
 )
-from dagctx.projection.bands import STABLE, band_of, ends, in_bands, workspace_room
+from dagctx.projection.bands import STABLE, band_of, ends, in_bands, within, workspace_room
 from dagctx.projection.layout import Layout
 from dagctx.projection.prefix import stable_prefix
 from dagctx.projection.relevance import Relevance
@@ -243,7 +243,9 @@ class Projector:
                 self._prune_releveled()
                 return plan
         plan = _Plan(
-            Allocation(layout, self.cache, self.relevance.focus), Body(len(layout)), len(traces)
+            Allocation(layout, self.cache, self.relevance.focus),
+            Body(len(layout), self._within),
+            len(traces),
         )
         while len(self._plans) >= KEPT_BUDGETS:
             del self._plans[next(iter(self._plans))]
@@ -414,6 +416,13 @@ class Projector:
         assert layout is not None
         return band_of(layout.nodes[i])
 
+    def _within(self, i: int) -> int:
+        """Where entry ``i`` goes inside its band (:func:`~.bands.within`)."""
+        layout = self.layout
+        assert layout is not None
+        node = layout.nodes[i]
+        return within(band_of(node), node)
+
     def _shown(self, alloc: Allocation, i: int) -> tuple[tuple[Section, str] | None, int]:
         layout = self.layout
         assert layout is not None
@@ -537,7 +546,8 @@ class Projector:
         cut = {nodes[i].id: c for i, c in alloc.cut.items()}
         dropped = {nodes[i].id for i in range(len(nodes)) if alloc.dropped[i]}
         reasons: dict[str, str] = {nid: COMPANION_REASON for nid in dropped}
-        parts: list[tuple[int, Section, str]] = []  # (band, section, text) in walk order
+        # (band, node, section, text) in walk order
+        parts: list[tuple[int, Node, Section, str]] = []
         shown: set[str] = set()
         for entry in walk(self.graph, lambda n: STATES[state.get(n.id, n.state)]):
             node = entry.node
@@ -561,20 +571,20 @@ class Projector:
                 else:
                     text, tokens = self.cache.get(node, st)
                     section = Section(node.id, node.state, st, tokens, version=node.version)
-            parts.append((band_of(node), section, text))
+            parts.append((band_of(node), node, section, text))
         for i, peers in alloc.companions.items():
             nid = nodes[i].id
             if nid in shown and any(p not in shown for p in peers):
                 shown.discard(nid)
                 reasons[nid] = COMPANION_REASON
-                parts = [p for p in parts if p[1].reference or p[1].node_id != nid]
+                parts = [p for p in parts if p[2].reference or p[2].node_id != nid]
         omitted = [nodes[i].id for i in range(len(nodes)) if not ref[i]]
         omitted = [nid for nid in omitted if nid not in shown]
         account = self._account(alloc, body)
         base = account.reasons()
         for nid in omitted:
             reasons.setdefault(nid, base.get(nid, "left out: budget"))
-        placed = in_bands((p[0], p) for p in parts)
+        placed = in_bands((b, node, (b, section, text)) for b, node, section, text in parts)
         unsafe = unsafe_start(changes_text) or any(unsafe_start(t) for _, _, t in placed)
         while True:
             used = sum(s.tokens for _, s, _ in placed) + changes_tokens
