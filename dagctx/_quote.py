@@ -42,6 +42,6 @@ def inline(text: str) -> str:
 def fence(body: str, info: str = "") -> str:
     """``body`` inside a backtick fence longer than its longest run of backticks (at least
     three), with ``info`` (a language name) after the opening fence."""
-    longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
+    longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0) if "`" in body else 0
     marks = "`" * max(3, longest + 1)
     return f"{marks}{inline(info)}\n{body}\n{marks}"

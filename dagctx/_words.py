@@ -6,8 +6,9 @@ projection's relevance score.
 task: each token is also split at snake_case and camelCase boundaries, English stop words
 are dropped and a light suffix strip makes ``checkpoints``, ``restored`` and ``restore``
 meet; each distinct token's terms are made once and kept in a bounded cache, so a text
-costs about what splitting it into tokens does. Pure functions (the cache changes no
-result); must not import anything of dagctx.
+costs about what splitting it into tokens does. An ASCII text is split without the
+regex (:func:`words`: a third of the time), to the same tokens. Pure functions (the cache
+changes no result); must not import anything of dagctx.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import re
 from itertools import chain
 
 _TOKEN = re.compile(r"\w+")
+# A byte table mapping each ASCII character that is not a word character (among them
+# ``\w`` matches [0-9A-Za-z_]) to a space; only ASCII text is translated with it.
+_ASCII_WORDS = bytes(c if c < 128 and (chr(c).isalnum() or c == 95) else 32 for c in range(256))
 _PIECE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _STOP = frozenset(
     [
@@ -59,9 +63,18 @@ _STOP = frozenset(
 )
 
 
+def words(text: str) -> list[str]:
+    r"""The runs of Unicode word characters of ``text``, in order (``re.findall(r"\w+")``);
+    an ASCII text is split at the spaces its other characters are mapped to instead,
+    which is about three times faster."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
+    return _TOKEN.findall(text)
+
+
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into case-folded word tokens (runs of Unicode word characters)."""
-    return _TOKEN.findall(text.casefold())
+    return words(text.casefold())
 
 
 def stem(word: str) -> str:
@@ -106,4 +119,4 @@ def terms(text: str) -> list[str]:
     """Matching terms of ``text``: each token stemmed, and for a compound identifier
     (``restore_checkpoint``, ``CheckpointStore``) its stemmed parts too; stop words
     left out."""
-    return list(chain.from_iterable(map(_terms_of.__getitem__, _TOKEN.findall(text))))
+    return list(chain.from_iterable(map(_terms_of.__getitem__, words(text))))

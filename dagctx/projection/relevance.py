@@ -87,12 +87,17 @@ ATTENTION_FILES = 8  # the most recently changed or opened files seed it too
 LATER_FILES = 2000  # above this many files a first focus reads the reference graph later
 KEPT_POSTINGS = 256  # content terms whose postings the index keeps (Bm25Index.holding)
 
-_SYMBOL = re.compile(
-    r"^[ \t]*(?:export[ \t]+)?(?:pub(?:\(\w+\))?[ \t]+)?(?:async[ \t]+)?"
+# A definition's name: a keyword at the start of a line, after the indent and modifiers.
+# _SYMBOL opens with the newline before the line (the text's first line: _FIRST_SYMBOL),
+# so the regex engine looks for newlines instead of trying every position; the indent is
+# matched possessively (what follows it never starts with a blank).
+_SYMBOL_REST = (
+    r"[ \t]*+(?:export[ \t]+)?(?:pub(?:\(\w+\))?[ \t]+)?(?:async[ \t]+)?"
     r"(?:def|class|function|fn|func|struct|interface|enum|trait|impl|type|module)[ \t]+"
-    r"(\w+)",
-    re.MULTILINE,
+    r"(\w+)"
 )
+_SYMBOL = re.compile("\n" + _SYMBOL_REST)
+_FIRST_SYMBOL = re.compile(_SYMBOL_REST)
 #: How much a lexical match counts for each file kind (:func:`file_kind`).
 KIND_WEIGHT = (0.55, 0.65, 0.75, 0.8, 1.0)
 
@@ -156,12 +161,23 @@ def path_terms(path: str) -> frozenset[str]:
     return frozenset(terms(path.replace("/", " ").replace(".", " ")))
 
 
+def defined_names(content: str) -> list[str]:
+    """The names ``content`` defines, in order: the word after a definition keyword
+    (``def``, ``class``, ``function``, ``fn``, ``func``, ``struct``, …; after ``export``,
+    ``pub``, ``async``) that opens a line, indent aside."""
+    first = _FIRST_SYMBOL.match(content)
+    names = _SYMBOL.findall(content)
+    if first is not None:
+        names.insert(0, first.group(1))
+    return names
+
+
 def document_terms(node: TextNode) -> Counter[str]:
     """The weighted term counts of a text file's content (names it defines count
     :data:`SYMBOL_WEIGHT` times more)."""
     content = node.content
     counts = Counter(terms(content))
-    for term in terms(" ".join(_SYMBOL.findall(content))):  # names are word runs: alike
+    for term in terms(" ".join(defined_names(content))):  # names are word runs: alike
         counts[term] += SYMBOL_WEIGHT
     return counts
 
