@@ -857,6 +857,88 @@ class TestFocusChangeCost:
                 assert result.projection.scores == fresh.scores
         assert len(built) >= 8  # a plan per focus change (and one per fresh build)
 
+    def test_a_plan_moving_most_files_is_not_updated_before_it_is_built_again(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A focus change whose new levels alone move more than MANY_MOVES files (here 0)
+        and an eighth of all is told before the kept plan is touched: the plan is built
+        again without apply_changes first accounting for every moved entry."""
+        from dagctx.projection import allocation
+
+        (tmp_path / "d").mkdir()
+        for i in range(40):
+            topic = ("restore", "net", "colors", "shell")[i % 4]
+            (tmp_path / "d" / f"f{i:02}.py").write_text(filler(topic, 20 + i % 7))
+        applied: list[int] = []
+        real = allocation.Allocation.apply_changes
+
+        def counting(self: allocation.Allocation, changed: list[int]) -> bool:
+            applied.append(len(changed))
+            return real(self, changed)
+
+        monkeypatch.setattr(allocation, "MANY_MOVES", 0)
+        with Session(tmp_path, budget=900) as s:
+            scan_tree(s, ".")
+            s.focus("restore the snapshot")
+            s.tick()
+            monkeypatch.setattr(allocation.Allocation, "apply_changes", counting)
+            for focus in ("net", "colors shell", "restore"):
+                s.focus(focus)
+                result = s.tick()
+                fresh = build_projection(
+                    s.graph, SectionCache(s.counter), s.budget, changes=result.changes
+                )
+                assert result.projection.text == fresh.text
+        assert applied == []
+
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        sizes=st.lists(st.integers(1, 40), min_size=2, max_size=8),
+        many=st.sampled_from([0, 1, 3, 1024]),
+        ops=st.lists(FOCUS_OPS, min_size=1, max_size=8),
+    )
+    def test_every_turn_matches_from_scratch_whatever_counts_as_many_moves(
+        self,
+        tmp_path: Path,
+        sizes: list[int],
+        many: int,
+        ops: list[tuple[str, int, object]],
+    ) -> None:
+        """Whether a turn's changes update the kept plan or build it again (MANY_MOVES
+        from 0 to its default), every turn is the projection built from scratch."""
+        from unittest import mock
+
+        from dagctx.projection import allocation
+
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        (root / "d").mkdir()
+        for i, n in enumerate(sizes):
+            (root / "d" / f"f{i}.py").write_text(filler(("restore", "net", "x")[i % 3], n))
+        with mock.patch.object(allocation, "MANY_MOVES", many), Session(root, budget=600) as s:
+            scan_tree(s, ".")
+            s.topic("talk")
+            files = [n for n in s.nodes() if isinstance(n, TextNode)]
+            for op, a, b in ops:
+                node = files[a % len(files)]
+                if op == "edit":
+                    (root / node.path).write_text(filler(str(b), a + 3))
+                    s.file_changed(node.path)
+                elif op == "focus":
+                    s.focus(str(b) or None)
+                elif op == "say":
+                    s.message("user", str(b))
+                elif op == "state":
+                    node.set_state(str(b))
+                else:
+                    s.set_budget(int(str(b)))
+                result = s.tick()
+                shown = result.changes if result.turn > 1 else []
+                fresh = build_projection(s.graph, SectionCache(s.counter), s.budget, changes=shown)
+                assert result.projection.text == fresh.text
+                assert result.projection.scores == fresh.scores
+
     def test_scores_are_those_of_their_turn(self, repo: Path) -> None:
         """A projection's scores are made when first read, from the levels and parts of
         its own turn: later turns do not change them."""

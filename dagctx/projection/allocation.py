@@ -79,7 +79,7 @@ prefix is moved, not recomputed.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.group import GroupNode
@@ -583,6 +583,17 @@ class Allocation:
             self._leaves(i)
         self._follow_top(moved)
         return True
+
+    def moves_many(self, changed: Iterable[int]) -> bool:
+        """Whether :meth:`apply_changes` of ``changed`` would give up for moving the keys of
+        too many entries, told without changing anything: by the files among them whose
+        level moved alone (:meth:`DegradeOrder.relevelled`, a lower bound on the moves).
+        So a focus change that moves most files builds the plan again without first
+        accounting for each of them."""
+        if not self.pressure:
+            return False
+        moves = self.order.relevelled(changed)
+        return moves > MANY_MOVES and moves * 8 > len(self.layout)
 
     def refocus(self, focus: str | None) -> bool:
         """Take ``focus`` for the focused cuts (after :meth:`undo_turn`): the cut costs

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from collections.abc import Iterable
 
 from dagctx.projection._segtree import capacity_for
 from dagctx.projection.layout import Layout
@@ -156,6 +157,19 @@ class DegradeOrder:
         """The blocks of the keys of ``entries`` that have no slots."""
         key, have = self.key, self._end
         return {key[i] >> PRIO_SHIFT for i in entries} - have.keys()
+
+    def relevelled(self, entries: Iterable[int]) -> int:
+        """How many of ``entries`` that have no children hold a key of another level than
+        the layout's now: each of them moves at the next :meth:`rekey` (with containers and
+        new versions, more may), so a lower bound on how many keys it moves."""
+        layout = self.layout
+        key, level, end, ref = self.key, layout.level, layout.end, layout.ref
+        mask = (1 << LEVEL_BITS) - 1
+        return sum(
+            1
+            for i in entries
+            if end[i] == i + 1 and not ref[i] and (key[i] >> PRIO_SHIFT) & mask != level[i]
+        )
 
     def rekey(self, changed: list[int]) -> list[int]:
         """New keys for the entries ``changed`` (a new version or a new level) and the

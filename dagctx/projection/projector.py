@@ -234,10 +234,7 @@ class Projector:
             for mark, moved in self._releveled:
                 if mark > plan.mark:
                     changed.update(moved)
-            plan.alloc.undo_turn()
-            if plan.alloc.refocus(self.relevance.focus) and (
-                not changed or plan.alloc.apply_changes(sorted(changed))
-            ):
+            if self._takes(plan.alloc, changed):
                 plan.mark = len(traces)
                 self._plans[budget] = plan
                 self._prune_releveled()
@@ -252,6 +249,18 @@ class Projector:
         self._plans[budget] = plan
         self._prune_releveled()
         return plan
+
+    def _takes(self, alloc: Allocation, changed: set[int]) -> bool:
+        """Whether the kept plan ``alloc`` takes the changes at entries ``changed`` (its
+        last turn undone), or is to be built again: a focus set or cleared, changes that
+        move too many files' levels (told before undoing anything), or ones
+        :meth:`Allocation.apply_changes` gives up on."""
+        if alloc.moves_many(changed):
+            return False
+        alloc.undo_turn()
+        return alloc.refocus(self.relevance.focus) and (
+            not changed or alloc.apply_changes(sorted(changed))
+        )
 
     def _prune_releveled(self) -> None:
         """Forget the level changes every kept plan has accounted for."""
