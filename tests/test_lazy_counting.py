@@ -60,6 +60,20 @@ class TestColdRender:
         assert len(ENC.encode_ordinary(p.text)) == p.tokens <= budget
         assert encoded < tree_bytes(repo) // 4
 
+    def test_renders_in_full_only_the_files_it_may_show(self, repo: Repo) -> None:
+        """A file's length bounds its count in full (TextNode.least_chars): the files
+        that cannot all fit are not each rendered at DETAILS to learn it (before: every
+        file once, and the counted ones again)."""
+        with Session(repo.root, budget=2000) as s:
+            scan_tree(s, ".")
+            s.project(budget=10**7)  # every file read (and counted) once
+            cache = SectionCache(s.counter)
+            p = build_projection(s.graph, cache, 2000)
+            whole = sum(sec.rendered_state >= NodeState.DETAILS for sec in p.sections)
+        assert p.omitted or p.degraded
+        # those shown whole, and those counted exactly to find where the degrade stops
+        assert whole <= cache.renders_at[NodeState.DETAILS] < len(repo.files) // 3
+
     def test_everything_is_counted_when_it_may_all_fit(self, repo: Repo) -> None:
         with Session(repo.root, budget=10**7) as s:
             scan_tree(s, ".")

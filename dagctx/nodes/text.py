@@ -655,10 +655,12 @@ class TextNode(Node):
         return shown
 
     def least_chars(self, state: NodeState) -> int | None:
-        """While the text is not read yet (a node restored from a snapshot): its length,
-        a lower bound on a render at DETAILS or ALL (which show it whole); else None."""
-        if self._body is None and self.placeholder is None and state >= NodeState.DETAILS:
-            return self._chars
+        """The length of the text shown (known while it is not read yet, for a node
+        restored from a snapshot), a lower bound on a render at DETAILS or ALL (which show
+        it whole), so that a bound on its count needs no render; None at lower states
+        and for a placeholder."""
+        if self.placeholder is None and state >= NodeState.DETAILS:
+            return self._chars if self._body is None else len(self._body)
         return None
 
     def cuttable_lines(self) -> int:
