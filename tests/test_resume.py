@@ -381,6 +381,20 @@ class TestMemory:
             # a node never updated keeps one float for both times, as a new node does
             assert all(n.updated_at is n.created_at for n in nodes if n.version == 0)
 
+    def test_resumed_edges_and_traces_hold_the_nodes_own_id_strings(self, tree: Path) -> None:
+        _save_cold(tree)
+        session = Session.load(root=tree)
+        with session:
+            graph = session.graph
+            ids = {n.id: n.id for n in graph}
+            kids = [c for n in graph for c in graph._adj._children[n.id]]
+            assert len(kids) == len(ids) - 1  # a tree under one root
+            assert all(c is ids[c] for c in kids)
+            assert all(p is ids[p] for n in graph for p in graph._adj._parents[n.id])
+            traces = list(graph.traces)
+            assert traces and all(t.node_id is ids[t.node_id] for t in traces)
+            assert len({id(t.description) for t in traces}) == len({t.description for t in traces})
+
     def test_a_steered_tag_is_still_taken_back_when_no_rule_sets_it(self, tree: Path) -> None:
         from dagctx.watch.steering import NO_STEERING, PRIORITY_TAG
 

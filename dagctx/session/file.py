@@ -63,7 +63,7 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -514,21 +514,15 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
         raise CheckpointError(
             f"{where} has traces out of their span {first!r}..{after!r}", value=(first, after)
         )
-    traces = TraceRows(
-        "",
-        first,
-        [
-            Trace(node_id, old, new, description, at, bool(derived))
-            for _, node_id, old, new, description, at, derived in trace_rows
-        ],
+    ids = saved_ids(nodes, columns)
+    traces = TraceRows("", first, read_traces((row[1:] for row in trace_rows), ids))
+    edges = rows(
+        "SELECT parent, position, child, parent_rank FROM session_edges ORDER BY parent, position"
     )
     return SessionData(
         info=info,
         nodes=nodes,
-        edges=rows(
-            "SELECT parent, position, child, parent_rank FROM session_edges"
-            " ORDER BY parent, position"
-        ),
+        edges=read_edges(edges, ids),
         roots=[r[0] for r in rows("SELECT node_id FROM session_roots ORDER BY position")],
         checkpoints=[
             (name, load(data, f"checkpoint {name!r}"))
@@ -546,11 +540,63 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
     )
 
 
+def saved_ids(
+    nodes: list[tuple[int, bool, int, float | None, dict[str, Any]]],
+    columns: dict[str, dict[str, Any]],
+) -> dict[str, str]:
+    """The ids of the saved nodes (in rows and in columns), each mapped to itself: the
+    string object the rebuilt node will hold as its id."""
+    ids: dict[str, str] = {}
+    for block in columns.values():
+        column = block.get("id") if isinstance(block, dict) else None
+        for nid in column if type(column) is list else ():
+            if type(nid) is str:
+                ids[nid] = nid
+    for *_, raw in nodes:
+        nid = raw.get("id") if isinstance(raw, dict) else None
+        if type(nid) is str:
+            ids[nid] = nid
+    return ids
+
+
+def _shared(value: Any, ids: dict[str, str]) -> Any:
+    """``value`` as the string :func:`saved_ids` holds for it, if it is one."""
+    return ids.get(value, value) if type(value) is str else value
+
+
+def read_edges(rows: Iterable[Sequence[Any]], ids: dict[str, str]) -> list[tuple[Any, ...]]:
+    """Edges from saved rows of (parent, child position, child, parent rank), each node
+    id that :func:`saved_ids` holds as its string (the graph keeps them in its rows of
+    children and parents: one string per node, as in a live session)."""
+    return [
+        (_shared(parent, ids), position, _shared(child, ids), rank)
+        for parent, position, child, rank in rows
+    ]
+
+
+def read_traces(rows: Iterable[Sequence[Any]], ids: dict[str, str]) -> list[Trace]:
+    """Traces from saved rows of (node id, old version, new version, description, at,
+    derived). A node id that :func:`saved_ids` holds is its string (not one more copy
+    per trace), and equal descriptions are one string: a resumed session holds what a
+    live one holds. The values are taken as they are (the trace log checks them)."""
+    texts: dict[str, str] = {}
+    traces = []
+    for node_id, old, new, description, at, derived in rows:
+        node_id = _shared(node_id, ids)
+        if type(description) is str:
+            description = texts.setdefault(description, description)
+        traces.append(Trace(node_id, old, new, description, at, bool(derived)))
+    return traces
+
+
 __all__ = [
     "SESSION_SCHEMA",
     "SessionData",
     "TraceRows",
+    "read_edges",
     "read_session_file",
+    "read_traces",
     "release_session_file",
+    "saved_ids",
     "write_session_file",
 ]

@@ -33,8 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 from dagctx import _postgres
 from dagctx._json import decode_json, dump_json
 from dagctx.errors import CheckpointError, SessionConflictError
-from dagctx.nodes.base import Trace
-from dagctx.session.file import SessionData, TraceRows
+from dagctx.session.file import SessionData, TraceRows, read_edges, read_traces, saved_ids
 
 if TYPE_CHECKING:
     import psycopg
@@ -148,16 +147,14 @@ def read_session_pg(url: str, name: str) -> SessionData:
         raise CheckpointError(f"no saved {where}", value=name)
     try:
         doc = decode_json(row[1])
-        traces = TraceRows(
-            "",
-            doc["trace_start"],
-            [Trace(n, old, new, desc, at, bool(derived)) for n, old, new, desc, at, derived
-             in doc["traces"]],
-        )  # fmt: skip
+        nodes = [(ref, bool(g), seq, run, node) for ref, g, seq, run, node in doc["nodes"]]
+        columns = doc.get("columns") or {}
+        ids = saved_ids(nodes, columns if isinstance(columns, dict) else {})
+        traces = TraceRows("", doc["trace_start"], read_traces(doc["traces"], ids))
         return SessionData(
             info=doc["info"],
-            nodes=[(ref, bool(g), seq, run, node) for ref, g, seq, run, node in doc["nodes"]],
-            edges=[(p, i, c, r) for p, i, c, r in doc["edges"]],
+            nodes=nodes,
+            edges=read_edges(doc["edges"], ids),
             roots=doc["roots"],
             checkpoints=[(n, cp) for n, cp in doc["checkpoints"]],
             traces=traces,
