@@ -269,6 +269,68 @@ class TestShiftedLeaves:
         assert keys.mn == fresh_keys.mn
 
 
+class TestDeferredLeaves:
+    """A long move of the degrade's stop sets the search trees' leaves of the entries it
+    changed once, at its end (MinTree.set_many): every turn is what setting each leaf at
+    each change gives."""
+
+    def test_a_long_move_sets_the_leaves_at_its_end(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        for i in range(30):
+            (tmp_path / f"f{i}.py").write_text(content(i, 20 + i))
+        batches: list[int] = []
+        real = MinTree.set_many
+
+        def counting(self: MinTree, leaves: dict[int, int]) -> None:
+            batches.append(len(leaves))
+            real(self, leaves)
+
+        monkeypatch.setattr(MinTree, "set_many", counting)
+        monkeypatch.setattr(allocation, "BATCH_SLOTS", 4)
+        with Session(tmp_path, budget=300) as s:
+            scan_tree(s, ".")
+            p = s.tick().projection
+        assert batches and max(batches) > 4
+        with monkeypatch.context() as m:
+            m.setattr(allocation, "BATCH_SLOTS", 10**9)
+            assert fresh(s, 300, []).text == p.text
+
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        files=st.lists(st.integers(0, 90), min_size=1, max_size=12),
+        budget=st.integers(20, 4000),
+        ops=st.lists(OPS, min_size=1, max_size=8),
+    )
+    def test_every_turn_matches_leaves_set_one_by_one(
+        self, tmp_path: Path, files: list[int], budget: int, ops: list[tuple[str, int, object]]
+    ) -> None:
+        from unittest import mock
+
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        for i, lines in enumerate(files):
+            (root / f"f{i}.py").write_text(content(i, lines))
+        with mock.patch.object(allocation, "BATCH_SLOTS", 0), Session(root, budget=budget) as s:
+            nodes = [s.text(f"f{i}.py") for i in range(len(files))]
+            for op, a, b in ops:
+                node = nodes[a % len(nodes)]
+                if op == "edit":
+                    (root / node.path).write_text(content(a * 31 + int(b), int(b)))  # type: ignore[arg-type]
+                    s.file_changed(node.path)
+                elif op == "state":
+                    node.set_state(str(b))
+                elif op == "priority":
+                    node.priority = int(b)  # type: ignore[assignment,arg-type]
+                elif op == "budget":
+                    s.set_budget(int(b))  # type: ignore[arg-type]
+                r = s.tick()
+                shown = r.changes if r.turn > 1 else []
+                with mock.patch.object(allocation, "BATCH_SLOTS", 10**9):
+                    same(r.projection, fresh(s, s.budget, shown))
+
+
 class TestAssemblyKeepsItsSums:
     """The body's band ends and the characters and tokens before each place are kept as
     sections come and go, not summed over every shown section each turn."""

@@ -43,3 +43,20 @@ class TestMinTree:
         for hi, bound in queries:
             hits = [i for i in range(hi) if plain[i] <= bound]
             assert tree.find_last(hi, bound) == (hits[-1] if hits else -1)
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        st.lists(_VALUES, min_size=1, max_size=64),
+        st.dictionaries(st.integers(0, 63), _VALUES, max_size=64),
+    )
+    def test_set_many_leaves_the_tree_each_set_leaves(
+        self, values: list[int], leaves: dict[int, int]
+    ) -> None:
+        """Few leaves (their minima set level by level) or many (all minima made again)."""
+        one_by_one, at_once = MinTree(64), MinTree(64)
+        one_by_one.load(values)
+        at_once.load(values)
+        for i, value in leaves.items():
+            one_by_one.set(i, value)
+        at_once.set_many(leaves)
+        assert at_once.mn == one_by_one.mn

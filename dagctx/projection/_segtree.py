@@ -205,6 +205,26 @@ class MinTree:
             m[j] = v
             j >>= 1
 
+    def set_many(self, leaves: dict[int, int]) -> None:
+        """Set each leaf of ``leaves`` (leaf → value), then the minima above them, each
+        once (all of them when the leaves are many): the tree :meth:`set` of each leaf
+        would leave, for fewer operations."""
+        cap, m = self.cap, self.mn
+        for i, value in leaves.items():
+            m[cap + i] = _narrow(value)
+        if 4 * len(leaves) > cap:
+            above = range(cap - 1, 0, -1)
+            for j in above:
+                x, y = m[2 * j], m[2 * j + 1]
+                m[j] = x if x < y else y
+            return
+        level = {(cap + i) >> 1 for i in leaves}  # leaves are all at one depth
+        while level:
+            for j in level:
+                x, y = m[2 * j], m[2 * j + 1]
+                m[j] = x if x < y else y
+            level = {j >> 1 for j in level if j > 1}
+
     def find_last(self, hi: int, bound: int) -> int:
         """The last leaf ``i < hi`` with value <= ``bound``, or -1."""
         m, cap = self.mn, self.cap

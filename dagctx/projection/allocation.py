@@ -102,6 +102,9 @@ TOP_FILE_SCAN = 4096  # slots searched from the top for the most important file
 # a turn whose changes move the keys of more entries than this, and of more than an eighth
 # of all, builds the plan again: one build costs less than that many moves in the order
 MANY_MOVES = 1024
+# a move of the degrade's stop over more slots than this sets the search trees' leaves of
+# the entries it changes once, at its end (MinTree.set_many), not at each change
+BATCH_SLOTS = 256
 NEXT_FILE_SCAN = 64  # slots searched from the degrade's stop for the file it degraded
 _NOT_CUTTABLE = -1
 
@@ -110,6 +113,7 @@ class Allocation:
     """The incremental plan of one budget over one :class:`Layout` (module docstring)."""
 
     __slots__ = (
+        "_deferred",
         "a_tree",
         "b_tree",
         "bare",
@@ -179,6 +183,8 @@ class Allocation:
         # the entry of _top_file_slot's answer (-1: none; None: not known)
         self.top: int | None = None
         self.unsettled = 0  # entries whose requested cost is a lower bound in t0
+        # entries whose search-tree leaves are set at the end of a long move (move_to)
+        self._deferred: set[int] | None = None
         self._init_costs()
 
     # -- costs --------------------------------------------------------------------------
@@ -509,6 +515,9 @@ class Allocation:
 
     def _refresh(self, i: int) -> None:
         if self.pressure:
+            if self._deferred is not None:  # set at the end of a long move (move_to)
+                self._deferred.add(i)
+                return
             slot = self.slot[i]
             self.f_tree.set(slot, self._up_key(i))
             self.c_tree.set(slot, self._cut_key(i))
@@ -759,10 +768,20 @@ class Allocation:
         else:
             lo, hi = 0, self.cap
         entry_at = self.entry_at
-        for slot in range(lo, min(hi, self.cap)):
-            i = entry_at[slot]
-            if i >= 0:
-                self.set_state(i, self.prefix_state(i, stop))
+        hi = min(hi, self.cap)
+        if hi - lo > BATCH_SLOTS:  # the search trees' leaves are set once, at the end
+            self._deferred = set()
+        try:
+            for slot in range(lo, hi):
+                i = entry_at[slot]
+                if i >= 0:
+                    self.set_state(i, self.prefix_state(i, stop))
+        finally:
+            deferred, self._deferred = self._deferred, None
+        if deferred:
+            where = self.slot
+            self.f_tree.set_many({where[i]: self._up_key(i) for i in deferred})
+            self.c_tree.set_many({where[i]: self._cut_key(i) for i in deferred})
 
     # -- one turn ---------------------------------------------------------------------
 
