@@ -448,3 +448,29 @@ class TestLoadCost:
             assert not gc.isenabled()
         finally:
             gc.enable()
+
+    def test_a_load_and_its_survey_ask_no_path_of_a_file_that_does_not_run(
+        self, tree: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from dagctx.watch.steering import Steering
+
+        _save_cold(tree)
+        asked: list[str] = []
+        watch_path, node_fields = TextNode.watch_path, Steering.node_fields
+
+        def watched(node: TextNode) -> str:
+            asked.append(node.path)
+            return watch_path(node)
+
+        def steered(steering: Steering, rel: str) -> dict[str, object]:
+            asked.append(rel)
+            return node_fields(steering, rel)
+
+        monkeypatch.setattr(TextNode, "watch_path", watched)
+        monkeypatch.setattr(Steering, "node_fields", steered)
+        session, result = _resume(tree)  # scanned files never run; no rule steers them
+        with session:
+            assert not _file_changes(session, result)
+            assert asked == []
+            running = session.text("pkg0/mod0.py")  # a running node is followed as before
+            assert running.path in asked

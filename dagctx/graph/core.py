@@ -132,7 +132,8 @@ class ContextGraph:
                 saved._added[node.id] = None
         self.clock += 1
         node.seq = self.clock
-        self.schedule_changed(node)
+        if node.mode == "running" and node.frequency.kind != "never":
+            self.schedule_changed(node)  # one that does not run is in no table to leave
         return node
 
     def remove(self, ref: NodeRef) -> Node:

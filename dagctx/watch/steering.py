@@ -102,7 +102,7 @@ class Steering:
         """Give ``node`` the priority and state its path's rules name, and give a node
         no rule matches any more its type's default for what a rule had set (each a
         change when it differs)."""
-        fields = self.node_fields(node.path)
+        fields = self.node_fields(node.path) if self.priorities or self.states else {}
         if "priority" in fields:
             node.priority = fields["priority"]
             node.tags.add(PRIORITY_TAG)
