@@ -341,6 +341,33 @@ class TestGrammars:
         assert by_name(o, "total").doc == "Sum of the prices."
         assert by_name(o, "helper").signature == "const helper = (x) =>"
 
+    def test_functions_assigned_to_properties_and_names(self) -> None:
+        """CommonJS style (express's ``res.redirect = function redirect(url) {``): each
+        top-level function assigned to a property or a name is a definition, named by
+        what it is assigned to; assignments inside functions and of other values are not."""
+        text = (
+            "var res = Object.create(http.ServerResponse.prototype);\n"
+            "module.exports = res;\n\n"
+            "// Redirect to the given url.\n"
+            "res.redirect = function redirect(url) {\n"
+            "  this.inner = function () {};\n"
+            "  this.location(url);\n"
+            "};\n\n"
+            "Router.prototype.route = (path) => new Route(path);\n"
+            "exports = module.exports = createApplication;\n"
+            "handler = async function (req) {\n  return req;\n};\n"
+        )
+        o = outline("lib/response.js", text)
+        assert shape(o) == [
+            ("redirect", "function", 5, 8, 0),
+            ("route", "function", 10, 10, 0),
+            ("handler", "function", 12, 14, 0),
+        ]
+        assert by_name(o, "redirect").signature == "res.redirect = function redirect(url)"
+        assert by_name(o, "redirect").doc == "Redirect to the given url."
+        assert by_name(o, "route").signature == "Router.prototype.route = (path) =>"
+        assert names("lib/response.js", text) == ["redirect", "route", "handler"]
+
     def test_typescript(self) -> None:
         o = outline("repo.ts", TS)
         assert shape(o) == [

@@ -44,6 +44,9 @@ _JS = """
 (program (export_statement (lexical_declaration
   (variable_declarator value: [(arrow_function) (function_expression)]) @function)))
 (program (export_statement (lexical_declaration (variable_declarator) @const)))
+(program (expression_statement (assignment_expression
+  left: [(member_expression) (identifier)]
+  right: [(arrow_function) (function_expression)]) @function))
 """
 _TS = (
     _JS
@@ -257,10 +260,11 @@ def _refine(kind: str, node: tree_sitter.Node, parent_kind: str | None) -> str:
 
 def _anchor(node: tree_sitter.Node) -> tree_sitter.Node:
     """The outermost node that belongs to the definition: its declaration (for a
-    variable), its decorators, export, template, and attributes written before it."""
+    variable) or statement (for an assignment), its decorators, export, template, and
+    attributes written before it."""
     parent = node.parent
     if parent is not None and (
-        node.type == "variable_declarator"
+        node.type in ("variable_declarator", "assignment_expression")
         or (node.type == "type_spec" and parent.named_child_count == 1)
     ):
         node = parent  # Go: the comment is above "type", not the spec
@@ -284,10 +288,15 @@ def _text(node: tree_sitter.Node | None) -> str:
 
 def _name(node: tree_sitter.Node) -> str:
     """The defined name: the ``name`` field, a C declarator's innermost name, an impl's
-    ``Trait for Type``."""
+    ``Trait for Type``, the property (or variable) a JavaScript function is assigned to
+    (``redirect`` of ``res.redirect = function …``)."""
     name = node.child_by_field_name("name")
     if name is not None:
         return _text(name)
+    if node.type == "assignment_expression":
+        left = node.child_by_field_name("left")
+        target = left.child_by_field_name("property") if left is not None else None
+        return _text(target if target is not None else left)
     if node.type == "impl_item":
         trait, target = node.child_by_field_name("trait"), node.child_by_field_name("type")
         return f"{_text(trait)} for {_text(target)}" if trait is not None else _text(target)
@@ -322,8 +331,8 @@ def _parameters_end(node: tree_sitter.Node) -> int | None:
     """The end of the parameter list (found through a C declarator or a variable's
     function value), or None if the definition has none."""
     probe: tree_sitter.Node | None = node
-    if node.type == "variable_declarator":
-        probe = node.child_by_field_name("value")
+    if node.type in _VALUE_FIELD:
+        probe = node.child_by_field_name(_VALUE_FIELD[node.type])
     while probe is not None:
         params = probe.child_by_field_name("parameters")
         if params is not None:
@@ -333,10 +342,14 @@ def _parameters_end(node: tree_sitter.Node) -> int | None:
 
 
 def _body(node: tree_sitter.Node) -> tree_sitter.Node | None:
-    if node.type == "variable_declarator":
-        value = node.child_by_field_name("value")
+    if node.type in _VALUE_FIELD:
+        value = node.child_by_field_name(_VALUE_FIELD[node.type])
         return value.child_by_field_name("body") if value is not None else None
     return node.child_by_field_name("body")
+
+
+# Definitions whose function is a value: the field that holds it.
+_VALUE_FIELD = {"variable_declarator": "value", "assignment_expression": "right"}
 
 
 def _signature(node: tree_sitter.Node, data: bytes, kind: str) -> str:
@@ -351,7 +364,7 @@ def _signature(node: tree_sitter.Node, data: bytes, kind: str) -> str:
     params = _parameters_end(node)
     line_end = data.find(b"\n", params if params is not None and params <= end else start, end)
     head = data[start : line_end if line_end >= 0 else end].decode("utf-8", "replace")
-    if body is None and node.type != "variable_declarator" and "{" in head:
+    if body is None and node.type not in _VALUE_FIELD and "{" in head:
         head = head[: head.index("{")].rstrip()
         name = _name(node)
         if name not in head:
