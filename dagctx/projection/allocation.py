@@ -104,7 +104,7 @@ TOP_FILE_SCAN = 4096  # slots searched from the top for the most important file
 MANY_MOVES = 1024
 # a move of the degrade's stop over more slots than this sets the search trees' leaves of
 # the entries it changes once, at its end (MinTree.set_many), not at each change
-BATCH_SLOTS = 256
+BATCH_SLOTS = 2048
 NEXT_FILE_SCAN = 64  # slots searched from the degrade's stop for the file it degraded
 _NOT_CUTTABLE = -1
 
