@@ -446,6 +446,38 @@ class TestBreadthBeforeDepth:
         assert below and all(x.rendered_state < NodeState.DETAILS for x in below), p.explain()
         assert p.tokens <= 1600
 
+    def test_the_best_files_get_focused_cuts_before_the_next_ones_outlines(
+        self, tmp_path: Path
+    ) -> None:
+        # Four long files each hold the function the focus asks for; thirty short ones
+        # match it weakly. Outlines of the short ones used to take the room the long ones'
+        # cuts needed, leaving two of the four functions unseen.
+        root = tmp_path / "repo"  # a fixed name: the tree's heading costs the same
+        (root / "pkg").mkdir(parents=True)
+        names = ("store", "loader", "archive", "journal")
+        for name in names:
+            (root / "pkg" / f"{name}.py").write_text(
+                filler(f"{name}_io", 60)
+                + f"def restore_{name}_checkpoint(name):\n"
+                + "".join(f"    name = name + {i}  # restore checkpoint\n" for i in range(6))
+                + "    return name\n"
+                + filler(f"{name}_fmt", 120)
+            )
+        for k in range(30):
+            (root / "pkg" / f"part{k}.py").write_text(
+                f"def checkpoint_part{k}(x):\n    return x\n" + filler(f"part{k}", 40)
+            )
+        for budget in (3500, 4000):
+            p = render(root, budget, "restore a checkpoint")
+            shown = {p.labels[x.node_id]: x for x in p.sections}
+            for name in names:
+                cut = shown[f"pkg/{name}.py"]
+                assert cut.rendered_state >= NodeState.DETAILS and cut.cut_lines, p.explain()
+            assert p.text.count("name = name + 3  # restore checkpoint") == 4, p.explain()
+            outlines = [x for x in p.sections if x.rendered_state == NodeState.SUMMARY]
+            assert len(outlines) >= 12, p.explain()  # the next files still get outlines
+            assert p.tokens <= budget
+
     def test_a_directory_whose_files_are_all_left_out_is_left_out_too(self, tmp_path: Path) -> None:
         # other/ and other/deep/ hold only files unrelated to the focus: all left out, so
         # their headings would say nothing the footer does not count.

@@ -36,7 +36,11 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   (:meth:`Allocation._long_files`), so a long file does not leave the next related
   files as outlines. These shares are of the room less what the sections outside the
   stable band need (:meth:`Allocation.decide`'s ``held``; those come on top), so a
-  new message does not move them. Then, going back from the most important node,
+  new message does not move them. With a focus, the best files the degrade took down
+  (one per :data:`DEPTH_TOKENS` of the room) then get the least focused cut that shows
+  a definition in full, while it fits in their outline plus :data:`DEPTH_EXTRA`
+  percent of the room and leaves :data:`DEPTH_KEEP` percent to the outlines
+  (:meth:`Allocation._deepen`). Then, going back from the most important node,
   degraded nodes are brought up to SUMMARY (an outline) while each fits, up to the
   first that does not (at most :data:`MAX_OUTLINES`); when the best file was kept
   whole, the file the degrade stopped at then gets a focused cut of what is left
@@ -48,8 +52,8 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   :class:`~dagctx.projection._segtree.MinTree` over the upgrade cost of each slot finds
   the next candidate directly. Then a directory group shown expanded with all its
   children left out is left out too (its heading would say nothing the footer does not
-  count; :meth:`Allocation._drop_bare_groups`), and long text nodes (most important
-  first) are cut to what is left.
+  count; :meth:`Allocation._drop_bare_groups`), what is left deepens the least cuts
+  (best file first), and long text nodes (most important first) are cut to the rest.
 - **Cuts.** A cut is a ladder of steps, each showing more and measured exactly when
   tried: a text node with an outline has focused cuts
   (:meth:`~dagctx.nodes.text.TextNode.render_focused_cut`: the definitions matching the
@@ -106,6 +110,12 @@ MANY_MOVES = 1024
 # the entries it changes once, at its end (MinTree.set_many), not at each change
 BATCH_SLOTS = 2048
 NEXT_FILE_SCAN = 64  # slots searched from the degrade's stop for the file it degraded
+# with a focus, one of the best files the degrade took down gets a focused cut before the
+# outlines per this many tokens of the room ...
+DEPTH_TOKENS = 1000
+DEPTH_EXTRA = 5  # ... when it fits in this percent of the room beyond the file's outline
+DEPTH_KEEP = 25  # ... and leaves this percent of the room to the outlines
+LEAST_STEPS = 8  # steps of a focused cut searched for the first that shows a definition
 _NOT_CUTTABLE = -1
 
 
@@ -134,6 +144,7 @@ class Allocation:
         "focus",
         "kids",
         "layout",
+        "least",
         "mods",
         "order",
         "owner",
@@ -171,6 +182,7 @@ class Allocation:
         self.bare: set[int] = set()
         self.bared: list[tuple[int, int]] = []  # groups left out this turn, their states
         self.cut: dict[int, tuple[int, str, int]] = {}
+        self.least: list[int] = []  # entries :meth:`_deepen` cut least this turn, best first
         self.mods: list[tuple[int, int]] = []
         self.dirty: set[int] = set(range(n))
         self.cost = array("i", [-1]) * (5 * n)
@@ -790,6 +802,7 @@ class Allocation:
         bared, self.bared = self.bared, []
         for i, old in reversed(bared):
             self._bare_state(i, old)
+        self.least = []
         for i in list(self.cut):
             del self.cut[i]
             self._touch(i)
@@ -853,11 +866,14 @@ class Allocation:
             fits = min(keep, avail - self.total) + self.c(top, self.cur[top])
             if self.t1[top] <= fits:
                 self._apply_cut(top, fits)
+        self._deepen(work, avail)
         low = self._fill_outlines(avail)
         if nxt:
             self._cut_next(stop[1], avail - self.total)
         self._fill(avail, low)
         self._drop_bare_groups()
+        for i in self.least:  # the best files first: what is left deepens their cuts
+            self._grow(i, avail - self.total)
         self._cut(avail)
 
     def _drop_bare_groups(self) -> None:
@@ -937,14 +953,47 @@ class Allocation:
             stop, total, triggered = found, found_total, found_triggered
         return stop, total, triggered
 
+    def _deepen(self, work: int, avail: int) -> None:
+        """With a focus, the most important text files the degrade took below their
+        requested state (one per :data:`DEPTH_TOKENS` of ``work``, the workspace's room)
+        each get the least focused cut that shows more than the outline
+        (:meth:`_least_cut`), when it fits in their outline's cost plus
+        :data:`DEPTH_EXTRA` percent of ``work`` and leaves :data:`DEPTH_KEEP` percent of
+        it (of ``avail``) to the outlines: the best files as focused cuts before the
+        next ones' outlines. What is left after the fill deepens these cuts first."""
+        if self.focus is None:
+            return
+        entry_at, requested, cur, vis = self.entry_at, self.layout.requested, self.cur, self.vis
+        files, extra = max(1, work // DEPTH_TOKENS), work * DEPTH_EXTRA // 100
+        limit = avail - work * DEPTH_KEEP // 100
+        for s in range(self.cap - 1, max(-1, self.cap - 1 - TOP_FILE_SCAN), -1):
+            i = entry_at[s]
+            if i < 0 or not vis[i] or not self._whole_file(i) or cur[i] >= requested[i]:
+                continue
+            if i in self.cut:
+                continue
+            room = min(self.c(i, SUMMARY) + extra, limit - self.total + self.c(i, cur[i]))
+            if self.t1[i] == _UNKNOWN:
+                self.t1[i] = self._measure_t1(i)
+                self._refresh(i)
+            if 0 <= self.t1[i] <= room:
+                self._least_cut(i, room)
+            files -= 1
+            if not files:
+                return
+
     def _cut_next(self, slot: int, room: int) -> None:
         """Cut the most important file the degrade took below its requested state (at or
         under ``slot``, among :data:`NEXT_FILE_SCAN` slots) to what ``room`` tokens more
-        than its current state allow, when its smallest cut fits: the share's rest goes
-        on in rank order rather than to smaller files ranked after it."""
+        than its current state allow, when its smallest cut fits (a file :meth:`_deepen`
+        cut already grows its cut by ``room`` instead): the share's rest goes on in rank
+        order rather than to smaller files ranked after it."""
         entry_at, requested, cur = self.entry_at, self.layout.requested, self.cur
         for s in range(slot, max(-1, slot - NEXT_FILE_SCAN), -1):
             i = entry_at[s]
+            if i in self.least:
+                self._grow(i, room)
+                return
             if i < 0 or not self._whole_file(i) or cur[i] >= requested[i] or i in self.cut:
                 continue
             if self.t1[i] == _UNKNOWN:
@@ -1208,6 +1257,40 @@ class Allocation:
             return
         if not adds and (cur >= SUMMARY or self.f1[i] == OMIT):
             return
+        self._show_cut(i, state, best)
+
+    def _least_cut(self, i: int, room: int) -> None:
+        """Show entry ``i`` at the first step of its focused cut (among the first
+        :data:`LEAST_STEPS`) that shows more than its outline, when that step fits in
+        ``room`` tokens."""
+        state, cut, steps, adds = self._cut_target(i)
+        if adds is None:
+            return
+        for k in range(min(steps, LEAST_STEPS)):
+            text, kept = cut(k)
+            if adds(k, kept):
+                text, tokens = self.cache.measure(text, remember=False)
+                if tokens <= room:
+                    self._show_cut(i, state, (kept, text, tokens))
+                    self.least.append(i)
+                return
+
+    def _grow(self, i: int, room: int) -> None:
+        """Show the least cut of entry ``i`` (:meth:`_least_cut`) at the highest step
+        that fits in its tokens plus ``room``, when that shows more lines."""
+        if room <= 0:
+            return
+        have = self.cut[i]
+        _, best, _ = self._best_cut(i, have[2] + room, focused=True)
+        if best[0] > have[0] and best[2] <= have[2] + room:
+            self.cut[i] = best
+            self.total += best[2] - have[2]
+            self._touch(i)
+
+    def _show_cut(self, i: int, state: int, best: tuple[int, str, int]) -> None:
+        """Show entry ``i`` at ``state`` as the cut ``best`` (lines shown, text, tokens)."""
+        cur = self.cur[i]
+        current = self.c(i, cur)
         self.mods.append((i, cur))
         self.set_state(i, state)
         self.cut[i] = best

@@ -17,12 +17,15 @@ For a budget ``B``:
    omit nodes in the same order. A container that stops showing its children hides them
    (their cost leaves the total; they count as left out). Once anything is left out,
    room is kept for the footer that lists it (by directory).
-3. Breadth before depth: going back from the most important node, bring degraded nodes
+3. Breadth before depth: with a focus, give the best degraded files (one per 1,000
+   tokens) the least focused cut that shows a definition in full, while those leave a
+   quarter of the room; going back from the most important node, bring degraded nodes
    up to SUMMARY (outlines) while each fits; cut the file the degrade stopped at to what
    is left; then, no further down than the first that did not fit, upgrade every
    degraded node one level at a time while the next level fits. A directory shown with
    every file in it left out is left out too (the footer counts it).
-4. Fill what is left by cutting long text nodes (most important first): a source file
+4. Fill what is left by deepening those least cuts (the best file first), then by
+   cutting long text nodes (most important first): a source file
    shows the definitions that match the focus in full and the rest as outline lines,
    each elided range marked with its line numbers (without a focus its head and
    structure first); a file without an outline shows its first whole lines that fit,
