@@ -13,16 +13,20 @@ from hypothesis import strategies as st
 
 from dagctx import Session
 from dagctx.nodes.base import Trace
+from dagctx.nodes.message import MessageNode
 from dagctx.projection import Projection, SectionCache, build_projection
 from dagctx.projection.bands import (
     CHANGED,
     CONVERSATION,
     HELD_STEPS,
+    SETTLE,
     STABLE,
     VOLATILE,
     band_of,
+    settled,
     workspace_room,
 )
+from dagctx.projection.messages import breakpoints
 
 
 def write(root: Path, name: str, body: str) -> None:
@@ -147,6 +151,81 @@ class TestLayout:
             assert content[0]["text"].startswith(f"### f0.py (#{files[0].id})")
             assert content[1]["text"].startswith(f"## Topic: work (#{topic.id}, active)")
             assert "cache_control" in content[0]
+
+
+class TestSettledConversation:
+    """The conversation's older sections settle, in chunks, before the changed files
+    (bands.settled), so an edit rewrites only the recent messages after them."""
+
+    def test_an_edit_keeps_the_settled_messages_before_the_changed_files(
+        self, tmp_path: Path
+    ) -> None:
+        for i in range(3):
+            write(tmp_path, f"f{i}.py", f"def f{i}():\n    return {i}\n")
+        with Session(tmp_path, budget=50_000) as s:
+            files = [s.text(f"f{i}.py") for i in range(3)]
+            topic = s.topic("work")
+            said = [s.message("user" if k % 2 else "assistant", f"turn {k}") for k in range(40)]
+            write(tmp_path, "f1.py", "v = 1\n")
+            before = s.tick().projection
+            # 41 conversation sections: the first 16 (the topic and 15 messages) settle
+            assert order(before) == [
+                files[0].id, files[2].id, topic.id, *(m.id for m in said[:15]),
+                files[1].id, *(m.id for m in said[15:]),
+            ]  # fmt: skip
+            for k in range(2):
+                write(tmp_path, "f1.py", f"v = {k + 2}\n")
+                r = s.tick()
+                after = r.projection
+                assert after.text == fresh(s, 50_000, r.changes).text
+                cut = after.text.index(f"### f1.py (#{files[1].id})")
+                assert after.text[:cut] == before.text[:cut]
+                assert f"turn {14}" in after.text[:cut] and f"turn {15}" not in after.text[:cut]
+                before = after
+            content = after.to_messages(provider="anthropic")["messages"][0]["content"]
+            marked = [k for k, block in enumerate(content) if "cache_control" in block]
+            ends, offset = [], 0
+            for block in content:
+                offset += len(block["text"])
+                ends.append(offset)
+            # the settled band's end, the changed band's, the conversation's and the last
+            assert [ends[k] for k in marked] == [*after.band_ends[1:4], len(after.text)]
+
+    def test_a_tool_call_and_its_result_settle_together(self, tmp_path: Path) -> None:
+        write(tmp_path, "a.py", "x = 1\n")
+        with Session(tmp_path, budget=50_000) as s:
+            s.text("a.py")
+            s.topic("work")
+            for k in range(14):  # the topic and 14 messages: the call is the 16th section
+                s.message("assistant", f"step {k}")
+            s.message("tool_call", '{"cmd": "ls"}', tool_call_id="c1", name="shell")
+            s.message("tool_result", "a.py", tool_call_id="c1", name="shell")
+            for k in range(20):
+                s.message("user", f"more {k}")
+            p = s.tick().projection
+            text = p.text
+            call, result = text.index('{"cmd": "ls"}'), text.index("a.py", text.index("c1"))
+            assert call < result
+            assert "more 0" in text[result:]  # nothing between the call and its result
+            assert text.index("step 13") < p.band_ends[1] < call  # settled before the call
+
+    @given(st.lists(st.sampled_from(["user", "assistant", "tool_call", "tool_result"])))
+    def test_the_settled_part_keeps_pairs_and_only_grows(self, roles: list[str]) -> None:
+        talk = [
+            MessageNode(role, "x", tool_call_id="c" if role.startswith("tool") else None)
+            for role in roles
+        ]
+        last = 0
+        for n in range(len(talk) + 1):
+            cut = settled(talk[:n])
+            assert 0 <= cut <= max(0, n - SETTLE) and cut >= last
+            if 0 < cut < n:
+                assert talk[cut - 1].role != "tool_call" and talk[cut].role != "tool_result"
+            last = cut
+
+    def test_breakpoints_go_to_the_last_band_ends(self) -> None:
+        assert breakpoints(6, [0, 1, 2, 4, 5]) == {1, 2, 4, 5}
+        assert breakpoints(4, [0, 3]) == {0, 3}
 
 
 class TestProperties:

@@ -1,12 +1,18 @@
 """The volatility layout: which band each rendered section goes in, and the band order.
 
 A provider caches the longest byte-identical prefix of a prompt, so the projection puts
-what rarely changes first and what changes often last. Sections are placed in four
+what rarely changes first and what changes often last. Sections are placed in five
 bands, in this order:
 
 1. **stable**: the workspace — groups, directories, files, outlines, tool definitions —
    in walk order.
-2. **changed**: files whose content has changed during the session
+2. **settled**: the older part of the conversation (:func:`settled`): its first
+   conversation sections in walk order, in whole chunks of :data:`SETTLE`, while at
+   least :data:`SETTLE` more follow them; the chunk never ends between a tool call and
+   its result. It only grows, a chunk at a time (about every :data:`SETTLE` messages),
+   so an edit of a changed file no longer rewrites the whole conversation after it:
+   only the recent messages.
+3. **changed**: files whose content has changed during the session
    (:attr:`~dagctx.nodes.text.TextNode.edited`), in the order of their last change
    (oldest first: :attr:`~dagctx.nodes.base.Node.seq`, the graph's logical clock), so
    the files an agent keeps editing gather at the band's end and an edit rewrites only
@@ -19,19 +25,20 @@ bands, in this order:
    resume does not set it for the files edited while nobody watched, so a session saved
    from a cold start and resumed after offline edits lays out its text as a cold start
    does.
-3. **conversation**: topics and messages, which grow at their end every turn.
-4. **volatile**: nodes that declare ``volatile`` (the session node: turn, time, the last
+4. **conversation**: the other topics and messages (the recent ones), which grow at
+   their end every turn.
+5. **volatile**: nodes that declare ``volatile`` (the session node: turn, time, the last
    changes).
 
 The "changes since last turn" section and the left-out footer follow the last band.
 Inside every other band sections keep their walk order, so the group structure reads the
 same.
-A band depends only on the node, never on the budget: the same graph gives the same
-order (determinism), and an unbudgeted render is ordered the same way (fidelity). When
-one node changes, the text before its section is byte-identical to the previous turn's,
-except when its section moves to a later place (a file's first change moves it to the
-changed band, a changed file's next change to that band's end): then the text before
-the place it leaves is.
+A band depends only on the node (and, for a conversation section, on how many follow it
+in walk order), never on the budget: the same graph gives the same order (determinism),
+and an unbudgeted render is ordered the same way (fidelity). When one node changes, the
+text before its section is byte-identical to the previous turn's, except when its section
+moves to a later place (a file's first change moves it to the changed band, a changed
+file's next change to that band's end): then the text before the place it leaves is.
 
 The later bands grow every turn (a new message, the session node's turn), and so does
 the "changes since last turn" section; if the workspace got whatever they leave, its
@@ -55,14 +62,16 @@ from dagctx.nodes.message import MessageNode
 from dagctx.nodes.text import TextNode
 from dagctx.nodes.topic import TopicNode
 
-STABLE, CHANGED, CONVERSATION, VOLATILE = range(4)
+STABLE, SETTLED, CHANGED, CONVERSATION, VOLATILE = range(5)
+SETTLE = 16  # the settled band takes the conversation's older sections in chunks of this many
 HELD_STEPS = 32  # the later bands' reservation grows in steps of budget // HELD_STEPS
 
 _T = TypeVar("_T")
 
 
 def band_of(node: Node) -> int:
-    """The band of ``node``'s section."""
+    """The band of ``node``'s section, the conversation's counted as :data:`CONVERSATION`
+    (:func:`settled` says which of them are :data:`SETTLED`)."""
     if node.volatile:
         return VOLATILE
     if isinstance(node, (TopicNode, MessageNode)):
@@ -70,6 +79,24 @@ def band_of(node: Node) -> int:
     if isinstance(node, TextNode) and node.edited:
         return CHANGED
     return STABLE
+
+
+def settled(conversation: Sequence[Node]) -> int:
+    """How many of the ``conversation`` sections (in walk order) go in the settled band:
+    whole chunks of :data:`SETTLE` while at least :data:`SETTLE` follow them, ending
+    neither after a tool call nor before a tool result, so that tool calls and their
+    results stay together (the chunk ends before the calls instead)."""
+    count = len(conversation)
+    cut = (count - SETTLE) // SETTLE * SETTLE if count > SETTLE else 0
+    while cut > 0 and (
+        _role(conversation[cut - 1]) == "tool_call" or _role(conversation[cut]) == "tool_result"
+    ):
+        cut -= 1
+    return cut
+
+
+def _role(node: Node) -> str:
+    return node.role if isinstance(node, MessageNode) else ""
 
 
 def within(band: int, node: Node) -> int:
@@ -89,7 +116,7 @@ def ends(texts: Sequence[str], bands: Sequence[int]) -> tuple[list[int], list[in
     """(band ends, block ends) of the text made of ``texts`` (in band order, their bands
     in ``bands``), offsets ascending. Band ends: one per band present. Block ends, where
     the text is split into a provider's content blocks: the band ends and the end of each
-    section of the conversation band, so that a message appended leaves the blocks
+    section of the settled and conversation bands, so that a message appended leaves the blocks
     before it, and the boundary where the conversation ended, as they were (a provider
     that reads a cached prefix at an earlier block boundary finds it there)."""
     band_ends: list[int] = []
@@ -100,7 +127,7 @@ def ends(texts: Sequence[str], bands: Sequence[int]) -> tuple[list[int], list[in
         closes = k + 1 == len(texts) or bands[k + 1] != bands[k]
         if closes:
             band_ends.append(offset)
-        if closes or bands[k] == CONVERSATION:
+        if closes or bands[k] in (SETTLED, CONVERSATION):
             block_ends.append(offset)
     return band_ends, block_ends
 

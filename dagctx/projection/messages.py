@@ -8,12 +8,15 @@ conversation that anyone may have written, so it always travels as user content.
 - ``"anthropic"``: keyword arguments for ``client.messages.create``: ``system`` (the
   instructions, one text block) and ``messages`` (one user message whose text blocks are
   the projection split at its block ends: each band's end and each conversation
-  section's end). Up to :data:`BREAKPOINTS` blocks carry ``cache_control`` (the blocks
-  that end the first bands, and the last block), so the next turn reads every band that
-  did not change from the cache. Anthropic reads a cached prefix ending at any block
-  boundary up to about 20 blocks before a breakpoint; since every message is a block of
-  its own, the conversation of the last turn is such a prefix when messages were only
-  appended, and is read rather than written again.
+  section's end). Up to :data:`BREAKPOINTS` blocks carry ``cache_control``: the last
+  block, and the last ``BREAKPOINTS - 1`` blocks before it that end a band (with five
+  bands, the ends of the settled conversation, the changed files and the recent
+  conversation; the workspace's end only when fewer bands are shown), so the next turn
+  reads every band that did not change from the cache. Anthropic reads a cached prefix
+  ending at any block boundary up to about 20 blocks before a breakpoint; since every
+  message is a block of its own, the conversation of the last turn is such a prefix
+  when messages were only appended, and is read rather than written again, and so is
+  the settled band of the last turn when it grew by a chunk.
 - ``"openai"``: keyword arguments for ``client.chat.completions.create``: ``messages``
   (the instructions as the system message, the projection as one user message) and
   ``prompt_cache_key`` (the session's, routing its requests to the same cache).
@@ -70,12 +73,13 @@ def blocks(text: str, ends: Sequence[int]) -> list[str]:
 
 def breakpoints(count: int, closing: Sequence[int] | None = None) -> set[int]:
     """Indices of the blocks (of ``count``) that get a ``cache_control`` breakpoint: the
-    first ``BREAKPOINTS - 1`` of the blocks that end a band (the indices ``closing``,
-    ascending; every block when None), and the last."""
+    last ``BREAKPOINTS - 1`` of the blocks before the last that end a band (the indices
+    ``closing``, ascending; every block when None), and the last."""
     if count <= 0:
         return set()
     ending = range(count) if closing is None else closing
-    return {*[k for k in ending if k < count - 1][: BREAKPOINTS - 1], count - 1}
+    inner = [k for k in ending if k < count - 1]
+    return {*inner[max(0, len(inner) - (BREAKPOINTS - 1)) :], count - 1}
 
 
 def anthropic_request(

@@ -42,7 +42,17 @@ from dagctx.projection.assembly import (
     footer,
     left_out_names,
 )
-from dagctx.projection.bands import STABLE, band_of, ends, in_bands, within, workspace_room
+from dagctx.projection.bands import (
+    CONVERSATION,
+    SETTLED,
+    STABLE,
+    band_of,
+    ends,
+    in_bands,
+    settled,
+    within,
+    workspace_room,
+)
 from dagctx.projection.layout import Layout
 from dagctx.projection.prefix import stable_prefix
 from dagctx.projection.relevance import Relevance
@@ -78,6 +88,7 @@ class Projector:
         "_plans",
         "_prio_shared",
         "_releveled",
+        "_settled",
         "cache",
         "graph",
         "labels",
@@ -103,6 +114,7 @@ class Projector:
         # the tokens of each entry's section at its requested state, for entries outside
         # the stable band (0 for the others), and their sum at index -1
         self._held = array("q")
+        self._settled: set[str] = set()  # ids of the conversation's settled sections
 
     # -- layout -----------------------------------------------------------------------
 
@@ -118,6 +130,8 @@ class Projector:
         nodes, ref = layout.nodes, layout.ref
         self.labels = [("" if ref[i] else inline(n.label())) for i, n in enumerate(nodes)]
         self.prio = [(0 if ref[i] else n.priority) for i, n in enumerate(nodes)]
+        talk = [n for i, n in enumerate(nodes) if not ref[i] and band_of(n) == CONVERSATION]
+        self._settled = {n.id for n in talk[: settled(talk)]}
         self._labels_shared = self._prio_shared = False
         self._mark = len(self.graph.traces)
         self._held = array("q", bytes(8 * (len(layout) + 1)))
@@ -423,7 +437,13 @@ class Projector:
         node it points to)."""
         layout = self.layout
         assert layout is not None
-        return band_of(layout.nodes[i])
+        return self._band_of(layout.nodes[i])
+
+    def _band_of(self, node: Node) -> int:
+        """``node``'s band: :func:`~.bands.band_of`, the conversation's older sections
+        settled (:func:`~.bands.settled`, counted when the layout was built)."""
+        band = band_of(node)
+        return SETTLED if band == CONVERSATION and node.id in self._settled else band
 
     def _within(self, i: int) -> int:
         """Where entry ``i`` goes inside its band (:func:`~.bands.within`)."""
@@ -580,7 +600,7 @@ class Projector:
                 else:
                     text, tokens = self.cache.get(node, st)
                     section = Section(node.id, node.state, st, tokens, version=node.version)
-            parts.append((band_of(node), node, section, text))
+            parts.append((self._band_of(node), node, section, text))
         for i, peers in alloc.companions.items():
             nid = nodes[i].id
             if nid in shown and any(p not in shown for p in peers):
