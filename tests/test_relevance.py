@@ -27,7 +27,14 @@ from dagctx.nodes.focus import FocusNode
 from dagctx.nodes.text import TextNode
 from dagctx.projection import Projection, SectionCache, build_projection
 from dagctx.projection.projector import Projector
-from dagctx.projection.relevance import KIND_WEIGHT, Bm25Index, file_kind, tier
+from dagctx.projection.relevance import (
+    CHANGELOG_WEIGHT,
+    KIND_WEIGHT,
+    Bm25Index,
+    file_kind,
+    match_weight,
+    tier,
+)
 from dagctx.tools import get_graph_tools
 from dagctx.watch.scan import scan_tree
 
@@ -237,6 +244,26 @@ class TestRanking:
         assert file_kind("setup.cfg") > file_kind("tests/test_app.py") > file_kind("yarn.lock")
         assert file_kind("web/app.test.ts") == file_kind("tests/x.py")
         assert tier("app.py", 10) > tier("a/b/app.py", 10) > tier("a/b/app.py", 10_000)
+        assert file_kind("flask/testsuite/config.py") == file_kind("tests/x.py")
+
+    def test_a_changelog_matches_less_than_the_code_it_describes(self, tmp_path: Path) -> None:
+        """A changelog names every past change, so a task's words match it whatever the
+        task: its match counts :data:`CHANGELOG_WEIGHT`, and the code the words point to
+        ranks above it even where the changelog holds the words more often."""
+        for name in ("CHANGES", "CHANGELOG.md", "docs/HISTORY.rst", "NEWS.txt", "RELEASE_NOTES"):
+            assert match_weight(name) == CHANGELOG_WEIGHT < KIND_WEIGHT[file_kind("a.py")]
+        assert match_weight("pkg/history.py") == KIND_WEIGHT[file_kind("a.py")]
+        assert match_weight("docs/changes_to_api.md") == KIND_WEIGHT[file_kind("a.md")]
+        (tmp_path / "CHANGES").write_text(
+            "".join(f"- Fixed proxy environment variables being ignored, {i}.\n" for i in range(40))
+        )
+        (tmp_path / "proxies.py").write_text(
+            "def environment_proxies():\n    return read_proxy_environment()\n"
+            + filler("network", 200)
+        )
+        p = render(tmp_path, 100_000, "Fix proxy environment variables being ignored")
+        by_label = {p.labels[k]: v for k, v in p.scores.items()}
+        assert by_label["proxies.py"].level > by_label["CHANGES"].level
 
     def test_a_files_tier_follows_its_edits(self, tmp_path: Path) -> None:
         (tmp_path / "app.py").write_text("x = 1\n")

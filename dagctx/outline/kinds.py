@@ -13,7 +13,7 @@ SOURCE, DOCS, OTHER, TESTS, FIXTURES = 4, 3, 2, 1, 0
 #: by file kind: about 200 tokens for source, less where the definitions matter less.
 OUTLINE_CHARS = {SOURCE: 800, DOCS: 480, OTHER: 480, TESTS: 240, FIXTURES: 160}
 
-_TEST_DIRS = frozenset({"test", "tests", "spec", "specs", "__tests__", "testing"})
+_TEST_DIRS = frozenset({"test", "tests", "testsuite", "spec", "specs", "__tests__", "testing"})
 _FIXTURE_DIRS = frozenset(
     {"fixtures", "fixture", "testdata", "vendor", "node_modules", "dist", "build", "third_party"}
 )

@@ -6,7 +6,9 @@ A text file's score has two parts:
   count :data:`SYMBOL_WEIGHT` times more; lengths normalized against a fixed
   :data:`AVERAGE_LENGTH`), plus :data:`PATH_WEIGHT` × the inverse document frequency
   among paths of each focus term in its path; divided by the most a file can score and
-  scaled down for docs, tests and fixtures (:data:`KIND_WEIGHT`). Terms come from
+  scaled down for docs, tests and fixtures (:data:`KIND_WEIGHT`), and for a changelog
+  further (:data:`CHANGELOG_WEIGHT`: it names every past change, so a task's words
+  match it whatever the task; :func:`match_weight`). Terms come from
   :func:`dagctx._words.terms` (the tokenizer of ``search_knowledge``, split at
   snake_case and camelCase, stemmed). The statistics are kept per file and updated only
   for the files that change (:class:`Bm25Index`), and only while a focus is set; a
@@ -100,6 +102,12 @@ _SYMBOL = re.compile("\n" + _SYMBOL_REST)
 _FIRST_SYMBOL = re.compile(_SYMBOL_REST)
 #: How much a lexical match counts for each file kind (:func:`file_kind`).
 KIND_WEIGHT = (0.55, 0.65, 0.75, 0.8, 1.0)
+#: How much a lexical match counts for a changelog, whatever its kind.
+CHANGELOG_WEIGHT = 0.3
+_CHANGELOG = re.compile(
+    r"(?:^|/)(?:changes|changelog|history|news|release[-_]?notes)(?:\.(?:md|rst|txt|adoc))?$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +164,15 @@ def tier(path: str, lines: int) -> int:
     return kind * 4 + shallow + small
 
 
+def match_weight(path: str) -> float:
+    """How much a lexical match counts for the file at ``path``: its kind's
+    :data:`KIND_WEIGHT`, or :data:`CHANGELOG_WEIGHT` for a changelog (``CHANGES``,
+    ``CHANGELOG.md``, ``HISTORY.rst``, ``NEWS``, ``RELEASE_NOTES.md`` …)."""
+    if _CHANGELOG.search(path):
+        return CHANGELOG_WEIGHT
+    return KIND_WEIGHT[file_kind(path)]
+
+
 def path_terms(path: str) -> frozenset[str]:
     """The terms of a path's components."""
     return frozenset(terms(path.replace("/", " ").replace(".", " ")))
@@ -192,13 +209,13 @@ class Bm25Index:
     of every term of every file. At most :data:`KEPT_POSTINGS` terms are kept so.
     """
 
-    __slots__ = ("docs", "kind", "norm", "path_of", "path_postings", "postings")
+    __slots__ = ("docs", "match", "norm", "path_of", "path_postings", "postings")
 
     def __init__(self) -> None:
         #: node id → (version, term counts, length, path terms)
         self.docs: dict[str, tuple[int, Counter[str], int, frozenset[str]]] = {}
         self.norm: dict[str, float] = {}  # node id → its length normalization
-        self.kind: dict[str, int] = {}  # node id → its file kind
+        self.match: dict[str, float] = {}  # node id → how much its match counts (match_weight)
         #: content term → the files holding it, for the terms a query asked for
         self.postings: dict[str, set[str]] = {}
         self.path_postings: dict[str, set[str]] = {}
@@ -215,7 +232,7 @@ class Bm25Index:
         in_path = path_terms(node.path)
         self.docs[node.id] = (node.version, counts, length, in_path)
         self.norm[node.id] = K1 * (1 - B + B * length / AVERAGE_LENGTH)
-        self.kind[node.id] = file_kind(node.path)
+        self.match[node.id] = match_weight(node.path)
         self.path_of[node.id] = node.path
         for term, ids in self.postings.items():
             if term in counts:
@@ -228,7 +245,7 @@ class Bm25Index:
         old = self.docs.pop(node_id, None)
         if old is None:
             return
-        del self.path_of[node_id], self.norm[node_id], self.kind[node_id]
+        del self.path_of[node_id], self.norm[node_id], self.match[node_id]
         for term, ids in self.postings.items():
             if term in old[1]:
                 ids.discard(node_id)
@@ -282,7 +299,7 @@ class Bm25Index:
         return got / best if best > 0 else 0.0
 
     def score_all(self, weights: dict[str, tuple[float, float]]) -> dict[str, float]:
-        """:meth:`score` times the file kind's :data:`KIND_WEIGHT`, of every file that
+        """:meth:`score` times the file's :func:`match_weight`, of every file that
         holds a term of the query of ``weights`` and scores above 0: the same floats as
         :meth:`score`, made in one loop."""
         if not weights:
@@ -296,7 +313,7 @@ class Bm25Index:
             best += w_content * k1 + path_weight
         if best <= 0:
             return {}
-        docs, norm, kind = self.docs, self.norm, self.kind
+        docs, norm, match = self.docs, self.norm, self.match
         out: dict[str, float] = {}
         for nid in self.matching(weights):
             _, counts, _, in_path = docs[nid]
@@ -308,7 +325,7 @@ class Bm25Index:
                     got += w_content * tf * k1 / (tf + norm_len)
                 if term in in_path:
                     got += path_weight
-            value = got / best * KIND_WEIGHT[kind[nid]]
+            value = got / best * match[nid]
             if value > 0:
                 out[nid] = value
         return out
@@ -526,7 +543,7 @@ class Relevance:
     @staticmethod
     def _kind_scaled(index: Bm25Index, nid: str, weights: dict[str, tuple[float, float]]) -> float:
         # a test or a fixture matches less than source
-        return index.score(nid, weights) * KIND_WEIGHT[index.kind[nid]]
+        return index.score(nid, weights) * index.match[nid]
 
     def _own(self, node: Node) -> int:
         """The level of ``node`` by its own score (a container's children aside)."""
