@@ -246,6 +246,27 @@ class TestRanking:
         assert tier("app.py", 10) > tier("a/b/app.py", 10) > tier("a/b/app.py", 10_000)
         assert file_kind("flask/testsuite/config.py") == file_kind("tests/x.py")
 
+    def test_a_hub_every_file_calls_does_not_outrank_the_match(self, tmp_path: Path) -> None:
+        """The graph part is scaled to the best word match, so a module every file calls
+        (the top of the reference graph) does not outrank the file the task names when
+        the task's words match little."""
+        (tmp_path / "core.py").write_text(
+            "".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(30))
+        )
+        for name in ("alpha", "beta", "gamma", "delta", "epsilon"):
+            calls = "".join(f"    y = helper_{i}(y)\n" for i in range(30))
+            (tmp_path / f"{name}.py").write_text(
+                f"from core import *\n\n\ndef {name}_run(y):\n{calls}    return y\n"
+            )
+        (tmp_path / "tokens.py").write_text(
+            "def count_tokens(text):\n    return len(text.split())\n" + filler("budget", 200)
+        )
+        p = render(tmp_path, 100_000, "fix the token count of alpha beta gamma delta epsilon")
+        by_label = {p.labels[k]: v for k, v in p.scores.items()}
+        best = max(v.lexical for v in by_label.values())
+        assert all(v.graph <= best + 1e-9 for v in by_label.values())
+        assert by_label["tokens.py"].level > by_label["core.py"].level
+
     def test_a_changelog_matches_less_than_the_code_it_describes(self, tmp_path: Path) -> None:
         """A changelog names every past change, so a task's words match it whatever the
         task: its match counts :data:`CHANGELOG_WEIGHT`, and the code the words point to

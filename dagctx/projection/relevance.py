@@ -14,12 +14,14 @@ A text file's score has two parts:
   for the files that change (:class:`Bm25Index`), and only while a focus is set; a
   file's score depends on the other files only through the focus terms' document
   frequencies, so a change rescores that file alone unless it moved one of those.
-- **graph** (0..1): personalized PageRank over the reference graph between files
-  (:class:`~dagctx.outline.references.ReferenceGraph`: definitions from the outline
-  parsers ↔ identifiers used in other files), seeded by the :data:`SEED_FILES` best
+- **graph** (0..the best lexical score): personalized PageRank over the reference graph
+  between files (:class:`~dagctx.outline.references.ReferenceGraph`: definitions from the
+  outline parsers ↔ identifiers used in other files), seeded by the :data:`SEED_FILES` best
   lexical matches and the :data:`ATTENTION_FILES` files most recently changed or opened
   (a text node whose version moved: edited on disk, or its state set), walks that leave
-  their seed only, scaled so the highest is 1; kept only while a focus is set, each file
+  their seed only, scaled so the highest equals the best lexical score (1 when no file
+  matches the words: attention alone), so a module every file calls does not outrank the
+  files the words point to when they match little; kept only while a focus is set, each file
   re-read only when it changes, the walk bounded by the seeds' neighbourhood. Reading
   every file's definitions (a tree-sitter parse each) is most of what a first focus
   costs: over more than :data:`LATER_FILES` files, a focus set where there was none
@@ -36,7 +38,7 @@ A text file's score has two parts:
 
 The *level* of a file is ``bucket × TIERS + tier``, the bucket made of ``lexical +
 GRAPH_WEIGHT × graph + RECENT_WEIGHT × recent`` (0 for none, else 1..24, in steps of
-1/16, so the sum's whole range has steps: it reaches 1.55); a
+1/16; sums from 23/16 up, which take a strong word match, share the top bucket); a
 container's is its best child's, so a directory holding a relevant file stays open;
 other nodes are at level 0. The degrade order sorts by priority, then
 level, then recency (the node's ``seq``): explicit priorities win, and among nodes of one
@@ -80,9 +82,9 @@ SYMBOL_WEIGHT = 2
 SMALL_LINES = 400
 TIERS = 20
 BUCKET_STEPS = 16  # buckets per unit of combined score
-BUCKETS = 24  # buckets 1..24 cover combined scores 0..1.55 (a step each 1/16)
+BUCKETS = 24  # buckets 1..24 cover combined scores 0..1.44 (a step each 1/16)
 RELATED_BUCKET = 2  # files below this bucket are unrelated to the focus (left out first)
-GRAPH_WEIGHT = 0.25  # how much the reference graph counts beside the lexical match
+GRAPH_WEIGHT = 0.75  # how much the reference graph counts beside the lexical match
 RECENT_WEIGHT = 0.3  # how much recent attention counts
 SEED_FILES = 16  # the best lexical matches seed the PageRank
 ATTENTION_FILES = 8  # the most recently changed or opened files seed it too
@@ -114,7 +116,7 @@ _CHANGELOG = re.compile(
 class Score:
     """A node's level and its parts (``inherited``: a container's, from its best child):
     ``lexical`` (BM25, 0..1), ``graph`` (personalized PageRank over the reference graph,
-    0..1), ``recent`` (attention, 0 or 1), ``tier`` (the focus-free rank)."""
+    0..the best lexical score), ``recent`` (attention, 0 or 1), ``tier`` (the focus-free rank)."""
 
     level: int
     lexical: float = 0.0
@@ -513,7 +515,7 @@ class Relevance:
         seeded by the :data:`SEED_FILES` best lexical matches (by their score) and the
         :data:`ATTENTION_FILES` most recently changed files (each weighing the best
         lexical score; their recency 1), counting only walks that leave their seed,
-        scaled so the highest is 1."""
+        scaled so the highest is the best lexical score (1 without one)."""
         self._graph, self._recent = {}, {}
         if self._index is None:
             return
@@ -532,7 +534,8 @@ class Relevance:
         ranked = self._refs.rank(seeds, walked_only=True)
         high = max(ranked.values(), default=0.0)
         if high > 0:
-            self._graph = {nid: value / high for nid, value in ranked.items() if value > 0}
+            scale = top / high
+            self._graph = {nid: value * scale for nid, value in ranked.items() if value > 0}
 
     def _score_all(self, index: Bm25Index, query: list[str]) -> dict[str, float]:
         self._rescored_all = True
