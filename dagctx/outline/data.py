@@ -75,33 +75,37 @@ def rst_entries(lines: list[str], first_line: int = 1) -> list[Entry]:
     found: list[tuple[int, int, str]] = []
     k = 0
     while k < len(lines):
-        over = _RST_ADORNMENT.match(lines[k])
-        if over is not None and k + 2 < len(lines):
+        title, style, used = _rst_title(lines, k)
+        if style is None:
+            k += 1
+            continue
+        if style not in styles:
+            styles.append(style)
+        found.append((k + first_line, styles.index(style) + 1, title))
+        k += used
+    return _sections(found, first_line + len(lines) - 1, lambda _level, title: title)
+
+
+def _rst_title(lines: list[str], k: int) -> tuple[str, tuple[str, bool] | None, int]:
+    """The section title starting at line ``k`` (overlined or not), its adornment style
+    (character, overlined) and how many lines it takes; ``("", None, 0)`` when none does."""
+    over = _RST_ADORNMENT.match(lines[k])
+    if over is not None:
+        if k + 2 < len(lines):
             title, under = lines[k + 1].strip(), _RST_ADORNMENT.match(lines[k + 2])
             if title and under is not None and under.group(1) == over.group(1):
-                style = (over.group(1), True)
-                if style not in styles:
-                    styles.append(style)
-                found.append((k + first_line, styles.index(style) + 1, title))
-                k += 3
-                continue
-        title = lines[k].rstrip()
-        if (
-            over is None
-            and k + 1 < len(lines)
-            and title[:1].strip()
-            and (k == 0 or not lines[k - 1].strip())
-            and (under := _RST_ADORNMENT.match(lines[k + 1])) is not None
-            and len(lines[k + 1].rstrip()) >= min(len(title), 4)
-        ):
-            style = (under.group(1), False)
-            if style not in styles:
-                styles.append(style)
-            found.append((k + first_line, styles.index(style) + 1, title))
-            k += 2
-            continue
-        k += 1
-    return _sections(found, first_line + len(lines) - 1, lambda _level, title: title)
+                return title, (over.group(1), True), 3
+        return "", None, 0
+    title = lines[k].rstrip()
+    if (
+        k + 1 < len(lines)
+        and title[:1].strip()
+        and (k == 0 or not lines[k - 1].strip())
+        and (under := _RST_ADORNMENT.match(lines[k + 1])) is not None
+        and len(lines[k + 1].rstrip()) >= min(len(title), 4)
+    ):
+        return title, (under.group(1), False), 2
+    return "", None, 0
 
 
 def _front_matter_end(lines: list[str]) -> int:
