@@ -463,6 +463,18 @@ class TestCandidateLines:
         text = "".join(pieces)
         assert _candidate_lines(text) == _reference_candidate_lines(text)
 
+    @settings(max_examples=400, deadline=None)
+    @given(pieces=st.lists(_PIECES | st.sampled_from(["é", "€ key", "ß" * 16]), max_size=40))
+    def test_ascii_and_other_text_find_the_lines_of_the_reference_scan(
+        self, pieces: list[str]
+    ) -> None:
+        from dagctx._secrets import _ascii_starts, _candidate_lines, _regex_starts
+
+        text = "".join(pieces)
+        assert _candidate_lines(text) == _reference_candidate_lines(text)
+        if text.isascii():  # the byte masks and the regexes find the same lines
+            assert _ascii_starts(text) == _regex_starts(text)
+
     def test_a_text_without_a_url_or_key_header_is_not_searched_for_them(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
