@@ -231,6 +231,9 @@ def _ascii_starts(text: str) -> dict[int, int]:
     a character of the class, " " for any other), in which a run of n such characters is
     ``"a" * n``, found by ``bytes.find`` (no regex step per character). A search resumes
     after the run or line just looked at, so each run is found at its first character.
+    A credential line needs a run of 20 and a credential word: the search for each starts
+    at the line of the other's last find, so it steps over the lines that hold only one
+    (most lines with a long run name no credential, and the reverse).
     """
     starts: dict[int, int] = {}
     data = text.encode("ascii")
@@ -240,17 +243,22 @@ def _ascii_starts(text: str) -> dict[int, int]:
         end = parts.find(b" ", at + len(_PART_RUN))
         end = len(parts) if end == -1 else end
         if _is_token_part(text[at:end]):
-            first, line_end = _line_at(text, at)
-            starts[first] = line_end
+            first, end = _line_at(text, at)  # the rest of this line need not be looked at
+            starts[first] = end
         at = parts.find(_PART_RUN, end)
     runs = data.translate(_RUN_MASK)
     lowered = text.lower()
     at = runs.find(_RUN_RUN)
     while at != -1:
         first, end = _line_at(text, at)
-        if first not in starts and _KEYWORD_LOWER.search(lowered, first, end):
+        named = _KEYWORD_LOWER.search(lowered, first)
+        if named is None:
+            break
+        if named.start() < end:  # the run's line names a credential
             starts[first] = end
-        at = runs.find(_RUN_RUN, end)
+            at = runs.find(_RUN_RUN, end)
+        else:  # the next credential word is on a later line: the next run from there
+            at = runs.find(_RUN_RUN, text.rfind("\n", 0, named.start()) + 1)
     return starts
 
 

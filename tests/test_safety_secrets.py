@@ -475,6 +475,13 @@ class TestCandidateLines:
         if text.isascii():  # the byte masks and the regexes find the same lines
             assert _ascii_starts(text) == _regex_starts(text)
 
+    def test_a_credential_line_needs_the_word_and_the_run_on_the_same_line(self) -> None:
+        from dagctx._secrets import _candidate_lines
+
+        text = "x" * 24 + "\nkey = 1\nnothing\ntoken = " + "y" * 20 + "\n" + "z" * 30 + " auth"
+        assert _candidate_lines(text) == ["token = " + "y" * 20, "z" * 30 + " auth"]
+        assert _candidate_lines(text.replace("x", "é")) == _candidate_lines(text)
+
     def test_a_text_without_a_url_or_key_header_is_not_searched_for_them(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
