@@ -16,9 +16,9 @@ command output, notes — also its config-file form, ``NAME=value`` and ``name: 
 without quotes, which is what ``cat .env`` or ``env`` prints). Detectors run only on
 candidate lines (a long run of
 token characters that mixes letters and digits and is not a hex hash, or names a
-credential; a ``user:password@`` URL; a private key header), found in one pass over an
-ASCII text's byte masks (a regex pass over any other), so a file without any costs one
-scan; the
+credential; a ``user:password@`` URL; a private key header), found by ``bytes.find``
+in byte masks of the text (no regex step per character), so a file without any costs a
+few scans; the
 detect-secrets import (about 0.4 s) happens at the first candidate line. Nothing here
 uses the network (its verification step is never called). Its high-entropy detectors are
 not used: they flag every commit hash and lock-file checksum.
@@ -67,12 +67,11 @@ _PEM = re.compile(
     r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----\r?\n(.*?)\r?\n-----END \1-----",
     re.DOTALL,
 )
-# A whole run of 16 or more token characters (possessive: a run shorter than 16 is passed
-# over at once); whether it holds a digit is checked on the match.
-_PART = re.compile(r"(?<![A-Za-z0-9+=])[A-Za-z0-9+=]{16,}+")
 _DIGITS = frozenset(string.digits)
-_SPECIAL = re.compile(r"://[^\s/:@]+:[^\s/@]+@|BEGIN [A-Z ]*PRIVATE KEY")
-_RUN = re.compile(r"[A-Za-z0-9+/=_.\-]{20}")
+# A user:password@ URL and a private key header (one regex each: each starts with a literal,
+# which the regex engine finds fast; their alternation is searched a character at a time).
+_URL_CREDENTIALS = re.compile(r"://[^\s/:@]+:[^\s/@]+@")
+_KEY_HEADER = re.compile(r"BEGIN [A-Z ]*PRIVATE KEY")
 
 
 def _mask(chars: str) -> bytes:
@@ -83,7 +82,7 @@ def _mask(chars: str) -> bytes:
     return bytes(table)
 
 
-# _PART and _RUN as byte masks of ASCII text (see _ascii_starts).
+# The runs _candidate_lines looks for, as byte masks of a text's ASCII bytes.
 _PART_MASK = _mask(string.ascii_letters + string.digits + "+=")
 _PART_RUN = b"a" * 16
 _RUN_MASK = _mask(string.ascii_letters + string.digits + "+/=_.-")
@@ -91,6 +90,7 @@ _RUN_RUN = b"a" * 20
 _RUN_END = re.compile(r"[A-Za-z0-9+/=_.\-]*")
 _KEYWORD = re.compile(r"(?i)pass|pwd|secret|token|key|auth|cred")
 _KEYWORD_LOWER = re.compile(r"pass|pwd|secret|token|key|auth|cred")  # 10x faster on lower()
+_WORDS = (b"pass", b"pwd", b"secret", b"token", b"key", b"auth", b"cred")  # _KEYWORD's
 # Regex detectors of detect-secrets left out: an address is not a secret, and private key
 # blocks are redacted whole here (the detector flags only the header line).
 _NOT_USED = frozenset({"IPPublicDetector", "PrivateKeyDetector"})
@@ -205,83 +205,92 @@ def _candidate_lines(text: str) -> list[str]:
     what hashes, commit ids and lock-file checksums are made of); or with a run of 20
     token characters and a word naming a credential (``key``, ``token``, ``secret``, ...).
 
-    An ASCII text (most source) is searched through byte masks of its characters
-    (:func:`_ascii_starts`), any other with regexes (:func:`_regex_starts`): the same lines.
+    Token characters are ASCII, so the runs are searched in the text's ASCII bytes (one
+    byte per character, "?" for any other) through byte masks (:func:`_part_lines`,
+    :func:`_credential_lines`), with no regex step per character.
     """
-    starts = _ascii_starts(text) if text.isascii() else _regex_starts(text)
-    if "://" in text or "PRIVATE KEY" in text:  # what every _SPECIAL match holds
-        for match in _SPECIAL.finditer(text):
-            first, end = _line_at(text, match.start())
-            starts[first] = end
+    data = text.encode("ascii", "replace")
+    starts = _part_lines(text, data)
+    _credential_lines(text, data, starts)
+    for needle, pattern in (("://", _URL_CREDENTIALS), ("PRIVATE KEY", _KEY_HEADER)):
+        if needle in text:  # what every match of the pattern holds
+            for match in pattern.finditer(text):
+                first, end = _line_at(text, match.start())
+                starts[first] = end
     return list(dict.fromkeys(text[first : starts[first]] for first in sorted(starts)))
 
 
-def _is_token_part(part: str) -> bool:
-    """Whether a whole run of 16 or more token characters may be a token: it holds a
-    digit, is not all digits and not all hex."""
-    return (
-        bool(part.strip(string.hexdigits)) and not part.isdigit() and not _DIGITS.isdisjoint(part)
-    )
+def _part_lines(text: str, data: bytes) -> dict[int, int]:
+    """{line start: line end} of the lines of ``text`` (``data``: its ASCII bytes) with a
+    whole run of 16 or more ``[A-Za-z0-9+=]`` that holds a digit, is not all digits and
+    not all hex.
 
-
-def _ascii_starts(text: str) -> dict[int, int]:
-    """{line start: line end} of the token-part and credential lines of ASCII ``text``.
-
-    Each character class becomes one byte mask of the text (``bytes.translate``: "a" for
-    a character of the class, " " for any other), in which a run of n such characters is
-    ``"a" * n``, found by ``bytes.find`` (no regex step per character). A search resumes
-    after the run or line just looked at, so each run is found at its first character.
-    A credential line needs a run of 20 and a credential word: the search for each starts
-    at the line of the other's last find, so it steps over the lines that hold only one
-    (most lines with a long run name no credential, and the reverse).
+    The run's characters become "a" in a byte mask of the text (``bytes.translate``, every
+    other byte " "), where ``bytes.find`` finds the runs; a search resumes after the run
+    (or the line) just looked at, so each run is found at its first character.
     """
     starts: dict[int, int] = {}
-    data = text.encode("ascii")
     parts = data.translate(_PART_MASK)
     at = parts.find(_PART_RUN)
     while at != -1:
         end = parts.find(b" ", at + len(_PART_RUN))
         end = len(parts) if end == -1 else end
-        if _is_token_part(text[at:end]):
+        part = text[at:end]
+        if part.strip(string.hexdigits) and not part.isdigit() and not _DIGITS.isdisjoint(part):
             first, end = _line_at(text, at)  # the rest of this line need not be looked at
             starts[first] = end
         at = parts.find(_PART_RUN, end)
+    return starts
+
+
+def _credential_lines(text: str, data: bytes, starts: dict[int, int]) -> None:
+    """Add to ``starts`` the lines of ``text`` (``data``: its ASCII bytes) with a run of
+    20 ``[A-Za-z0-9+/=_.-]`` (found in a byte mask, as :func:`_part_lines` does) and a
+    word naming a credential (any case). The search for each starts at the line of the
+    other's last find, so it steps over the lines that hold only one (most lines with a
+    long run name no credential, and the reverse)."""
     runs = data.translate(_RUN_MASK)
-    lowered = text.lower()
     at = runs.find(_RUN_RUN)
+    if at == -1:
+        return
+    named_at = _word_finder(data.lower()) if text.isascii() else None
+    lowered = text.lower() if named_at is None else ""
     while at != -1:
         first, end = _line_at(text, at)
-        named = _KEYWORD_LOWER.search(lowered, first)
-        if named is None:
-            break
-        if named.start() < end:  # the run's line names a credential
+        if named_at is not None:
+            named = named_at(first)
+        else:  # any case of a word, as the regex finds it (a Kelvin sign is a K)
+            found = (
+                _KEYWORD_LOWER.search(lowered, first)
+                if len(lowered) == len(text)  # offsets kept
+                else _KEYWORD.search(text, first)
+            )
+            named = -1 if found is None else found.start()
+        if named == -1:
+            return
+        if named < end:  # the run's line names a credential
             starts[first] = end
             at = runs.find(_RUN_RUN, end)
         else:  # the next credential word is on a later line: the next run from there
-            at = runs.find(_RUN_RUN, text.rfind("\n", 0, named.start()) + 1)
-    return starts
+            at = runs.find(_RUN_RUN, text.rfind("\n", 0, named) + 1)
 
 
-def _regex_starts(text: str) -> dict[int, int]:
-    """{line start: line end} of the token-part and credential lines of ``text`` (any
-    characters), found by regexes."""
-    starts: dict[int, int] = {}
-    for match in _PART.finditer(text):
-        if _is_token_part(match.group()):
-            first, end = _line_at(text, match.start())
-            starts[first] = end
-    lowered = text.lower()
-    named = (
-        _KEYWORD_LOWER.finditer(lowered) if len(lowered) == len(text) else _KEYWORD.finditer(text)
-    )
-    end = -1  # where the line of the last match ends (matches come in order)
-    for match in named:
-        if match.start() < end:
-            continue  # on the line just checked
-        first, end = _line_at(text, match.start())
-        if first not in starts and _RUN.search(text, first, end):
-            starts[first] = end
-    return starts
+def _word_finder(lowered: bytes) -> Callable[[int], int]:
+    """A function giving the offset of the first credential word (:data:`_WORDS`) in
+    ``lowered`` at or after an offset (-1: none), for offsets that do not decrease: each
+    word's next place is kept and searched again (``bytes.find``) only once passed."""
+    ahead = [lowered.find(word) for word in _WORDS]
+
+    def named_at(at: int) -> int:
+        best = -1
+        for k, place in enumerate(ahead):
+            if 0 <= place < at:
+                place = ahead[k] = lowered.find(_WORDS[k], at)
+            if place >= 0 and (best < 0 or place < best):
+                best = place
+        return best
+
+    return named_at
 
 
 def redact(text: str, *, unquoted: bool = False) -> tuple[str, Counter[str]]:
