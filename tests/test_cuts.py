@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from dagctx import NodeState, Session
-from dagctx.outline import outline
+from dagctx.outline import Outline, outline
 from dagctx.outline.cut import partition
 from dagctx.tokens import get_encoding
 
@@ -260,3 +262,56 @@ class TestNoCutSaysLessThanTheOutline:
                 )
                 assert note is not None, p.text
                 assert "in full:" in note.group(0) or int(note.group(1)) > 1 + entries, p.text
+
+
+class TestTheLeastCut:
+    """Step 0 of a focused cut is the cut by lines that keeps the first line, so the
+    projection knows the smallest cut of a file without outlining it."""
+
+    def test_step_0_is_the_cut_by_lines_to_the_first_line(self, tmp_path: Path) -> None:
+        write(tmp_path, "cp.py", PY)
+        with Session(tmp_path, budget=100_000) as s:
+            node = s.text("cp.py")
+            for focus in ("restore the checkpoint", "nothing here matches", None):
+                assert node.cut_steps(focus) > 1
+                for state in (NodeState.DETAILS, NodeState.ALL):
+                    text, kept = node.render_focused_cut(state, 0, focus)
+                    assert (text, kept) == (node.render_cut(state, 1), 1)
+                    assert not node.cut_adds(0, focus, kept)
+        assert PY.splitlines()[0] in text and "more lines cut to fit the budget" in text
+
+    def test_a_markdown_document_is_cut_by_its_preamble_lines(self, tmp_path: Path) -> None:
+        write(tmp_path, "guide.md", "# Guide\n\nIntro.\n\n## Install\n" + "pip install x\n" * 9)
+        with Session(tmp_path, budget=100_000) as s:
+            doc = s.markdown("guide.md")
+            assert s.text("guide.md").cut_steps(None) > 0  # the file has an outline
+            assert doc.cut_steps(None) == 0  # the document shows its preamble: cut by lines
+
+    def test_files_shown_as_names_are_not_outlined(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import dagctx.nodes.text as text_module
+
+        parsed: list[str] = []
+
+        def counting(path: str, text: str, *, first_line: int = 1) -> Outline:
+            parsed.append(path)
+            return outline(path, text, first_line=first_line)
+
+        monkeypatch.setattr(text_module, "outline", counting)
+        for k in range(60):
+            write(tmp_path, f"m{k:02}.py", PY)
+        with Session(tmp_path, budget=100_000) as s:
+            nodes = [s.text(f"m{k:02}.py") for k in range(60)]
+            s.set_budget(3000)
+            for focus in (None, "restore the checkpoint", "colors palette"):
+                parsed.clear()
+                s.focus(focus)
+                p = s.tick().projection
+                assert exact(p.text) == p.tokens <= 3000
+                by_id = {x.node_id: x for x in p.sections}
+                named = [n for n in nodes if n.id not in by_id or by_id[n.id].rendered_state
+                         == NodeState.COLLAPSED]  # fmt: skip
+                assert len(named) > 30, p.explain()
+                # parsed: the files shown as outlines or cuts, not the ones shown as names
+                assert len(set(parsed)) <= 60 - len(named) + 2, (len(set(parsed)), len(named))

@@ -407,6 +407,55 @@ def test_the_footer_names_left_out_files_by_directory() -> None:
     ]
 
 
+class TestFooterSearch:
+    """The footer starts its search where the names' own counts say it stops fitting
+    (:func:`~dagctx.projection.assembly.footer` with ``sizes``)."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        names=st.lists(
+            st.tuples(
+                st.text(st.sampled_from("ab/_#() 0123456789,.-é"), min_size=1, max_size=24),
+                st.integers(1, 30),
+            ),
+            max_size=60,
+        ),
+        extra=st.integers(1, 500),
+        limit=st.integers(0, 1500),
+    )
+    def test_the_same_line_as_a_search_from_the_first_name(
+        self, names: list[tuple[str, int]], extra: int, limit: int
+    ) -> None:
+        from dagctx.projection.assembly import footer
+        from dagctx.projection.sections import SectionCache
+        from dagctx.tokens import TokenCounter
+
+        cache = SectionCache(TokenCounter())
+        count = sum(n for _, n in names) + extra  # more than the names cover: a "more" ends it
+        sizes: dict[str, int] = {}
+        plain = footer(count, names, cache, 128_000, limit)
+        assert footer(count, names, cache, 128_000, limit, sizes) == plain
+        assert footer(count, names, cache, 128_000, limit, sizes) == plain  # sizes kept
+
+    def test_a_long_footer_is_measured_a_few_times(self) -> None:
+        from dagctx.projection.assembly import FOOTER_NAMES, footer
+        from dagctx.projection.sections import SectionCache
+        from dagctx.tokens import TokenCounter
+
+        counter = TokenCounter()
+        cache = SectionCache(counter)
+        names = [(f"{k % 9 + 2} in pkg_{k}/sub_{k % 7}/", k % 9 + 2) for k in range(FOOTER_NAMES)]
+        count = sum(n for _, n in names) + 1000
+        sizes: dict[str, int] = {}
+        footer(count, names, cache, 128_000, 2000, sizes)  # counts each name once
+        for limit in (1000, 1500, 2500):
+            before = counter.encodings
+            text, tokens = footer(count, names, cache, 128_000, limit, sizes)
+            assert counter.encodings - before <= 4  # no halving from the first name
+            assert tokens <= limit and exact(text) + cache.junction == tokens
+            assert text == footer(count, names, cache, 128_000, limit)[0]
+
+
 _LABELS = ("README.md", "/abs", "src/", "src/x.py", "src/y.py", "src/sub/", "src/sub/z.py",
            "tests/a.py", "tests/b.py", "docs/only.md", "a/b/c/", "a/b/c/d.py")  # fmt: skip
 

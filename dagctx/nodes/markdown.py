@@ -383,6 +383,11 @@ class MarkdownNode(TextNode):
         """How many preamble lines the projection may cut (sections are cut on their own)."""
         return 0 if self.placeholder is not None else len(self.preamble)
 
+    def cut_steps(self, focus: str | None) -> int:
+        """0: the document is cut by lines of its preamble (:meth:`render_cut`), what it
+        shows, never by the outline of the whole file (its sections are cut on their own)."""
+        return 0
+
     def render_cut(self, state: NodeState, keep: int) -> str:
         """The header and the first ``keep`` preamble lines, fenced (ALL: after the
         outline)."""

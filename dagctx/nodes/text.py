@@ -770,8 +770,13 @@ class TextNode(Node):
         that match the focus in full (best first) with the ranges between them marked,
         then more and more of its outline (each other part as a marker line with its
         signature and line range), then in full its head and the rest
-        (:meth:`dagctx.outline.cut.Cut.render`); numbered lines at ALL. Returns the
-        render and how many of the file's lines it shows."""
+        (:meth:`dagctx.outline.cut.Cut.render`); numbered lines at ALL. Step 0, the
+        least cut (the first line, the rest left out), is rendered as the cut by lines
+        that keeps the first line (:meth:`render_cut`), which says as much in fewer
+        tokens and is known without outlining the file. Returns the render and how
+        many of the file's lines it shows."""
+        if step == 0:
+            return self.render_cut(state, 1), 1
         cut = self._units()
         assert cut is not None, "cut_steps() is 0: no focused cut"
         ladder = self._ladder(cut, focus)

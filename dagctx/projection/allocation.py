@@ -57,7 +57,10 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
 - **Cuts.** A cut is a ladder of steps, each showing more and measured exactly when
   tried: a text node with an outline has focused cuts
   (:meth:`~dagctx.nodes.text.TextNode.render_focused_cut`: the definitions matching the
-  focus in full, the rest as marked outline lines), any other its first lines.
+  focus in full, the rest as marked outline lines), any other its first lines. Both
+  start from the same least step, the first line with the rest left out (the cut by
+  lines), so a cut is keyed by its smallest step's tokens, the same for every focus,
+  without outlining the file (:meth:`Allocation._measure_t1`).
 - **Counted on demand.** A long requested section not counted yet starts as a lower
   bound from its length (:meth:`Allocation._init_costs`), so :attr:`Allocation.t0` is a
   lower bound: when it already exceeds the room no count is needed to know the budget
@@ -617,19 +620,14 @@ class Allocation:
         return moves > MANY_MOVES and moves * 8 > len(self.layout)
 
     def refocus(self, focus: str | None) -> bool:
-        """Take ``focus`` for the focused cuts (after :meth:`undo_turn`): the cut costs
-        measured for the focus before are measured again when a search needs them.
-        Returns False when the plan must be rebuilt instead (a focus set or cleared)."""
+        """Take ``focus`` for the focused cuts (after :meth:`undo_turn`); the smallest
+        cuts measured stay (:meth:`_measure_t1`: the same for every focus). Returns
+        False when the plan must be rebuilt instead (a focus set or cleared)."""
         if focus == self.focus:
             return True
         if (focus is None) != (self.focus is None):
             return False
         self.focus = focus
-        if self.pressure:
-            t1, slot, tree = self.t1, self.slot, self.c_tree
-            for i in [i for i, cost in enumerate(t1) if cost != _UNKNOWN]:
-                t1[i] = _UNKNOWN
-                tree.set(slot[i], self._cut_key(i))
         return True
 
     def _follow_top(self, changed: list[int]) -> None:
@@ -1213,10 +1211,18 @@ class Allocation:
         return int(state), lambda k: (render_cut(state, k + 1), k + 1), cuttable() - 1, None
 
     def _measure_t1(self, i: int) -> int:
-        _, cut, steps, _ = self._cut_target(i)
-        if steps <= 0:
+        """Tokens of entry ``i``'s smallest cut (step 0 of :meth:`_cut_target`), or
+        :data:`_NOT_CUTTABLE`. Step 0 of either kind of cut is the cut by lines that keeps
+        the first line (a focused cut's least step is rendered that way:
+        :meth:`TextNode.render_focused_cut`), and a node with fewer than two lines to cut
+        has neither kind; so the file is neither outlined nor parsed to know it."""
+        node = self.layout.nodes[i]
+        render_cut = getattr(node, "render_cut", None)
+        cuttable = getattr(node, "cuttable_lines", None)
+        if render_cut is None or cuttable is None or cuttable() < 2:
             return _NOT_CUTTABLE
-        return self.cache.measure(cut(0)[0], remember=False)[1]
+        state = NodeState(min(self.layout.requested[i], ALL))
+        return self.cache.measure(render_cut(state, 1), remember=False)[1]
 
     def _best_cut(
         self, i: int, room: int, *, focused: bool

@@ -275,10 +275,20 @@ def changes_section(
 
 
 def footer(
-    count: int, names: Sequence[tuple[str, int]], cache: SectionCache, budget: int, limit: int
+    count: int,
+    names: Sequence[tuple[str, int]],
+    cache: SectionCache,
+    budget: int,
+    limit: int,
+    sizes: dict[str, int] | None = None,
 ) -> tuple[str, int]:
     """The "left out" line for ``count`` nodes naming as many of ``names`` (each with the
-    number of nodes it stands for: :func:`left_out_names`) as fit."""
+    number of nodes it stands for: :func:`left_out_names`) as fit.
+
+    The search for how many fit starts where the tokens of each name (with the comma
+    after it, counted on its own and kept in ``sizes`` between turns) say the line
+    stops fitting, so a long footer is measured about twice, not once per halving of
+    the names."""
     if not count:
         return "", 0
     covered = [0]
@@ -293,8 +303,34 @@ def footer(
             remember=False,
         )
 
-    _, text, tokens = most_that_fit(line, len(names), limit)
+    guess = 0 if sizes is None else _footer_guess(names, line(0)[1], cache, limit, sizes)
+    _, text, tokens = most_that_fit(line, len(names), limit, guess)
     return text, tokens
+
+
+def _footer_guess(
+    names: Sequence[tuple[str, int]],
+    bare: int,
+    cache: SectionCache,
+    limit: int,
+    sizes: dict[str, int],
+) -> int:
+    """How many of ``names`` the footer holds in ``limit`` tokens by an estimate: the
+    line without names (``bare`` tokens) plus each name's own tokens with the comma
+    after it and the tokens of a "… +N more" ending. ``sizes`` keeps those counts by name (emptied
+    when it holds many more names than a footer lists)."""
+    if len(sizes) > 4 * FOOTER_NAMES:
+        sizes.clear()
+    count = cache.counter.count_exact
+    total = bare + count(": … +1000 more")
+    for k, (name, _) in enumerate(names):
+        size = sizes.get(name)
+        if size is None:
+            size = sizes[name] = count(name + ", ")
+        total += size
+        if total > limit:
+            return k
+    return len(names)
 
 
 def directory(label: str) -> str:

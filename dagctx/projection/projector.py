@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dagctx._plural import counted
 from dagctx._quote import inline
@@ -74,6 +74,8 @@ class _Plan:
     mark: int  # trace log position up to which changes are accounted for
     last: Projection | None = None
     left: LeftOut | None = None  # the left-out nodes by directory (None: count afresh)
+    # the tokens of each name the footer listed lately (assembly.footer's estimate)
+    names: dict[str, int] = field(default_factory=dict)
 
 
 class Projector:
@@ -401,7 +403,9 @@ class Projector:
         if plan.left is None:
             plan.left = self._left_out(body)
         names = plan.left.names(self._node_id, self._entry_label) if omitted else []
-        footer_text, footer_tokens = footer(omitted, names, self.cache, budget, budget - used)
+        footer_text, footer_tokens = footer(
+            omitted, names, self.cache, budget, budget - used, plan.names
+        )
         text = "".join(texts) + changes_text + footer_text
         unsafe = body.unsafe or unsafe_start(changes_text) or unsafe_start(footer_text)
         tokens = self._final_count(text, used + footer_tokens, unsafe)
@@ -619,7 +623,7 @@ class Projector:
             used = sum(s.tokens for _, s, _ in placed) + changes_tokens
             names = left_out_names((nid, self.labels[first[nid]]) for nid in omitted)
             footer_text, footer_tokens = footer(
-                len(omitted), names, self.cache, budget, budget - used
+                len(omitted), names, self.cache, budget, budget - used, plan.names
             )
             text = "".join(t for _, _, t in placed) + changes_text + footer_text
             tokens = self._final_count(
