@@ -23,7 +23,7 @@ from dagctx.graph import ContextGraph
 from dagctx.nodes.base import Trace
 from dagctx.projection.bands import STABLE, ends
 from dagctx.projection.result import Section
-from dagctx.projection.sections import SectionCache, unsafe_start
+from dagctx.projection.sections import SectionCache, section_text, unsafe_start
 
 CHANGES_SHARE = 8  # under pressure the changes section takes at most 1/8 of the budget
 FOOTER_TOKENS = 64  # room reserved for the "left out" footer (at most 1/20 of the budget)
@@ -285,52 +285,81 @@ def footer(
     """The "left out" line for ``count`` nodes naming as many of ``names`` (each with the
     number of nodes it stands for: :func:`left_out_names`) as fit.
 
-    The search for how many fit starts where the tokens of each name (with the comma
-    after it, counted on its own and kept in ``sizes`` between turns) say the line
-    stops fitting, so a long footer is measured about twice, not once per halving of
-    the names."""
+    With ``sizes`` (kept between turns) and an encoding whose section counts add up
+    (:attr:`SectionCache.junction` not None), a line's count is summed from the counts
+    of its parts (:func:`_footer_counts`), each name's kept in ``sizes``: the counts
+    measuring each line gives, and the same search, without encoding a line of 200
+    names a dozen times a turn."""
     if not count:
         return "", 0
     covered = [0]
     for _, n in names:
         covered.append(covered[-1] + n)
+    head = f"[dagctx left out {count} node{'s' * (count != 1)} to fit {budget} tokens"
 
-    def line(k: int) -> tuple[str, int]:
-        rest = f", … +{count - covered[k]} more" if covered[k] < count else ""
-        listed = ": " + ", ".join(name for name, _ in names[:k]) + rest if k else ""
-        return cache.measure(
-            f"[dagctx left out {count} node{'s' * (count != 1)} to fit {budget} tokens{listed}]",
-            remember=False,
+    def rest(k: int) -> str:
+        return f", … +{count - covered[k]} more" if covered[k] < count else ""
+
+    def text(k: int) -> str:
+        listed = ": " + ", ".join(name for name, _ in names[:k]) + rest(k) if k else ""
+        return section_text(f"{head}{listed}]")
+
+    if sizes is None or cache.junction is None:
+        _, shown, tokens = most_that_fit(
+            lambda k: (text(k), cache.count(text(k), remember=False)), len(names), limit
         )
+        return shown, tokens
+    summed = _footer_counts(head, [name for name, _ in names], rest, cache, sizes)
+    k, _, tokens = most_that_fit(lambda k: ("", summed(k)), len(names), limit)
+    return (text(k), tokens) if k >= 0 else ("", 0)
 
-    guess = 0 if sizes is None else _footer_guess(names, line(0)[1], cache, limit, sizes)
-    _, text, tokens = most_that_fit(line, len(names), limit, guess)
-    return text, tokens
 
-
-def _footer_guess(
-    names: Sequence[tuple[str, int]],
-    bare: int,
+def _footer_counts(
+    head: str,
+    names: Sequence[str],
+    rest: Callable[[int], str],
     cache: SectionCache,
-    limit: int,
     sizes: dict[str, int],
-) -> int:
-    """How many of ``names`` the footer holds in ``limit`` tokens by an estimate: the
-    line without names (``bare`` tokens) plus each name's own tokens with the comma
-    after it and the tokens of a "… +N more" ending. ``sizes`` keeps those counts by name (emptied
-    when it holds many more names than a footer lists)."""
+) -> Callable[[int], int]:
+    """The count of the footer's section naming the first ``k`` of ``names``, as a
+    function of ``k``, summed from its parts: ``head + ":"``, then ``" " + name + ","``
+    for each name but the last, then the last name and the ending (``rest(k)``, ``"]"``
+    and the section's blank line).
+
+    Every part but the first starts with the space after a ``,`` or ``:`` and every
+    part but the last ends with that mark. In each pre-tokenizer of
+    :data:`~dagctx.projection.sections.JUNCTIONS` a mark followed by a space can only
+    be in a piece of punctuation (every other kind of piece needs a letter, a digit or
+    an apostrophe after it, or is whitespace), and such a piece stops at the space; a
+    piece that starts at the space depends only on the text from there on (no
+    look-behind; a part ends in a mark, so ``\\s+$`` and ``\\s+(?!\\S)`` see the same
+    text inside a part as in the line). So the pieces of the line are the pieces of its
+    parts, each encoded on its own: the counts add up exactly. ``sizes`` keeps the count
+    of ``" " + name + ","`` by name (emptied when it holds many more names than a
+    footer lists)."""
+    count = cache.counter.count_exact
     if len(sizes) > 4 * FOOTER_NAMES:
         sizes.clear()
-    count = cache.counter.count_exact
-    total = bare + count(": … +1000 more")
-    for k, (name, _) in enumerate(names):
+    first = count(head + ":") + (cache.junction or 0)
+    whole = [0]
+    for name in names:
         size = sizes.get(name)
         if size is None:
-            size = sizes[name] = count(name + ", ")
-        total += size
-        if total > limit:
-            return k
-    return len(names)
+            size = sizes[name] = count(f" {name},")
+        whole.append(whole[-1] + size)
+    endings: dict[str, int] = {}
+
+    def summed(k: int) -> int:
+        if k == 0:
+            return cache.count(section_text(head + "]"), remember=False)
+        ending = rest(k)
+        if not ending:  # every left-out node named: the last name ends the line
+            return first + whole[k - 1] + count(f" {names[k - 1]}]\n\n")
+        if ending not in endings:  # the last name's part ends in the ending's comma
+            endings[ending] = count(ending[1:] + "]\n\n")
+        return first + whole[k] + endings[ending]
+
+    return summed
 
 
 def directory(label: str) -> str:

@@ -74,7 +74,7 @@ class _Plan:
     mark: int  # trace log position up to which changes are accounted for
     last: Projection | None = None
     left: LeftOut | None = None  # the left-out nodes by directory (None: count afresh)
-    # the tokens of each name the footer listed lately (assembly.footer's estimate)
+    # the count of each name the footer listed lately (assembly.footer sums them)
     names: dict[str, int] = field(default_factory=dict)
 
 
