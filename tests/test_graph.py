@@ -131,6 +131,22 @@ class TestStructure:
         assert (g.parents(a), g.parents(b), g.parents(c)) == ([p], [p, q], [])
         assert g.roots() == [p, q, c]
 
+    def test_only_nodes_with_children_hold_a_row_of_children(self) -> None:
+        # a tree of files is mostly leaves: a row per leaf would cost a dict entry each
+        g = ContextGraph()
+        p, q, a, b = (g.add(Probe()) for _ in range(4))
+        g.extend(p, [a, b])
+        g.link(q, b)
+        assert set(g._adj.succ) == {p.id, q.id}
+        assert g.children(a) == [] and g.child_count(a) == 0
+        assert set(g._adj.succ) == {p.id, q.id}  # reading a leaf adds no row
+        g.unlink(q, b)
+        g.remove(a)
+        assert set(g._adj.succ) == {p.id}
+        g.unlink(p, b)
+        assert set(g._adj.succ) == set()
+        assert list(g._adj.digraph.nodes) == [p.id, q.id, b.id]
+
     @settings(max_examples=60, deadline=None)
     @given(
         st.lists(
@@ -284,6 +300,24 @@ class TestCheckpoints:
         assert [n.id for n in g.roots()] == [p.id, c.id]
         assert b.state == NodeState.SUMMARY
         assert c in g
+
+    @pytest.mark.parametrize("live", [True, False])
+    def test_restore_gives_children_back_to_nodes_that_have_none_now(self, live: bool) -> None:
+        g = ContextGraph()
+        p, q, a, b = (g.add(Probe()) for _ in range(4))
+        g.link(q, b)
+        g.link(p, b)
+        g.link(p, a)
+        g.checkpoint("start")
+        if not live:  # reading a checkpoint's children ends its copy on write
+            assert g._checkpoints["start"].children == {p.id: (b.id, a.id), q.id: (b.id,)}
+            assert not g._checkpoints["start"].live
+        g.remove(a)
+        g.unlink(p, b)
+        g.unlink(q, b)
+        assert g.restore("start") == []
+        assert (g.children(p), g.children(q)) == ([b, a], [b])
+        assert g.parents(b) == [p, q]  # parents linked back in node order, as always
 
     def test_nodes_created_after_the_checkpoint_survive_as_roots(self) -> None:
         g = ContextGraph()

@@ -1,13 +1,15 @@
 """The edge store of a context graph: each node's children and parents, in order.
 
-:class:`Adjacency` keeps two dicts keyed by every node id: :attr:`~Adjacency.succ` (the
-children, in order) and :attr:`~Adjacency.pred` (the parents, in the order they were
-linked). It hands them out read-only; every write goes through a method here. Reading a
-row costs a dict lookup (the cascade, the walk and the checkpoints read them on every
-change).
+:class:`Adjacency` keeps two dicts: :attr:`~Adjacency.pred` (the parents, in the order they
+were linked) keyed by every node id, and :attr:`~Adjacency.succ` (the children, in order)
+keyed by the nodes that have children; reading ``succ`` at any other node gives the empty
+row (so it reads like a row per node, but ``in`` and iteration see parents only). It hands
+them out read-only; every write goes through a method here. Reading a row costs a dict
+lookup (the cascade, the walk and the checkpoints read them on every change).
 
-The rows are lean because a graph of files has one row pair per node: a node without
-children shares one empty tuple, a parent's children are a tuple while there are at most
+The rows are lean because a graph of files has a row per node: a node without children
+has no row of children at all (most nodes of a tree are files), a node without parents
+shares one empty tuple, a parent's children are a tuple while there are at most
 :data:`SMALL_ROW` of them (a directory's files; a new tuple per link or unlink, of at most
 that many ids) and a dict beyond (ordered, O(1) membership and removal, whatever the
 fan-out), and a node's parents are a tuple (most nodes have one or two; a new tuple per
@@ -19,7 +21,8 @@ builds a ``DiGraph`` with the same nodes and edges, both orders included, when o
 asked for.
 
 It keeps no invariant of its own beyond consistency (``p`` is in ``pred[c]`` exactly when
-``c`` is in ``succ[p]``, each once; every key of either dict is a node); acyclicity, root
+``c`` is in ``succ[p]``, each once; the keys of ``pred`` are the nodes, those of ``succ``
+the nodes with children); acyclicity, root
 order and the rest belong to :class:`~dagctx.graph.ContextGraph`, which is its only
 user. Imports networkx only.
 """
@@ -38,6 +41,16 @@ _NONE: tuple[str, ...] = ()
 SMALL_ROW = 16
 
 
+class _Children(dict[str, "dict[str, None] | tuple[str, ...]"]):
+    """Parent id → its children; a node without children reads as the empty row (and is
+    not stored: reading it does not add it)."""
+
+    __slots__ = ()
+
+    def __missing__(self, node_id: str) -> tuple[str, ...]:
+        return _NONE
+
+
 def _row(kids: Collection[str]) -> dict[str, None] | tuple[str, ...]:
     """A row of children in order: a tuple while it is small, a dict beyond."""
     return tuple(kids) if len(kids) <= SMALL_ROW else dict.fromkeys(kids)
@@ -47,14 +60,15 @@ class Adjacency:
     """Ordered edges parent → child.
 
     :attr:`succ` and :attr:`pred` map every node id to its children / parents (a
-    :data:`Row`, in order). They are the store itself, not copies: read them, never write
-    them, and do not keep a row across a write.
+    :data:`Row`, in order; ``succ`` holds only the nodes with children and reads the
+    others as the empty row). They are the store itself, not copies: read them, never
+    write them, and do not keep a row across a write.
     """
 
     __slots__ = ("_children", "_parents", "pred", "succ")
 
     def __init__(self) -> None:
-        self._children: dict[str, dict[str, None] | tuple[str, ...]] = {}
+        self._children = _Children()
         self._parents: dict[str, tuple[str, ...]] = {}
         self.succ: Mapping[str, Row] = self._children
         self.pred: Mapping[str, Row] = self._parents
@@ -66,7 +80,7 @@ class Adjacency:
         its predecessors in parent order (orders no sequence of ``add_edge`` calls can
         always give both of, so its adjacency dicts are filled directly)."""
         dag: nx.DiGraph[str] = nx.DiGraph()
-        dag.add_nodes_from(self._children)
+        dag.add_nodes_from(self._parents)
         # networkx's stubs leave its adjacency dicts out: reach them through the instance.
         fields = vars(dag)
         succ: dict[str, dict[str, dict[str, object]]] = fields["_succ"]
@@ -98,12 +112,11 @@ class Adjacency:
 
     def add_node(self, node_id: str) -> None:
         """Add a node without edges (a node already there keeps its edges)."""
-        self._children.setdefault(node_id, _NONE)
         self._parents.setdefault(node_id, _NONE)
 
     def remove_node(self, node_id: str) -> None:
         """Remove a node and every edge at it."""
-        for child in self._children.pop(node_id):
+        for child in self._children.pop(node_id, _NONE):
             self._drop_parent(child, node_id)
         for parent in self._parents.pop(node_id):
             self._drop_child(parent, node_id)
@@ -142,7 +155,7 @@ class Adjacency:
         """Remove every edge from ``parent`` to its children."""
         for child in self._children[parent]:
             self._drop_parent(child, parent)
-        self._children[parent] = _NONE
+        self._children.pop(parent, None)
 
     def _with_parent(self, child: str, parent: str, kids: Row) -> tuple[str, ...]:
         """The parents of ``child`` with ``parent`` appended, ``kids`` being the
@@ -164,8 +177,10 @@ class Adjacency:
             del kids[child]
             if len(kids) <= SMALL_ROW:
                 self._children[parent] = tuple(kids)
-        else:
+        elif len(kids) > 1:
             self._children[parent] = tuple(k for k in kids if k != child)
+        else:
+            del self._children[parent]
 
     def _drop_parent(self, child: str, parent: str) -> None:
         parents = self._parents[child]

@@ -103,8 +103,12 @@ class StructureCheckpoint:
             graph = self._graph
             assert graph is not None
             pre, added = self._pre, self._added
-            succ = graph._adj.succ
-            kids = {p: tuple(c) for p, c in succ.items() if c and p not in pre and p not in added}
+            rows = graph._adj.succ.get  # in node order, as the children are restored
+            kids = {
+                p: tuple(c)
+                for p in graph._nodes
+                if (c := rows(p)) and p not in pre and p not in added
+            }
             kids.update((p, c) for p, c in pre.items() if c)
             self._children = kids
             graph._retire(self)
@@ -148,13 +152,12 @@ def restore_structure(graph: ContextGraph, saved: StructureCheckpoint) -> list[s
             targets.update((nid, ()) for nid in saved._added if succ[nid])
             changed_parents = [nid for nid, kids in targets.items() if tuple(succ[nid]) != kids]
         else:
-            # Compare every parent, with the per-node loop in C (map/compress).
+            # Compare every node (in node order: the order edges are added back in), with
+            # the per-node loop in C (map/compress).
             targets = saved.children
+            rows = map(tuple, map(succ.get, nodes, repeat(())))
             changed_parents = list(
-                compress(
-                    succ,
-                    map(ne, map(tuple, succ.values()), map(targets.get, succ, repeat(()))),
-                )
+                compress(nodes, map(ne, rows, map(targets.get, nodes, repeat(()))))
             )
         for nid in changed_parents:
             graph._children_changing(nid)
