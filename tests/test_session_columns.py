@@ -132,6 +132,22 @@ class TestColumns:
             assert resumed.tick().projection.text == expected
         assert "def f0(x)" in expected and "[withheld" in expected and "[binary file" in expected
 
+    def test_a_restored_node_once_read_holds_what_a_node_read_at_creation_holds(
+        self, saved: Path
+    ) -> None:
+        # nothing is left over from the snapshot (the length kept while it was unread)
+        with Session.load(root=saved) as session:
+            TreeTracker(session, ".").load()
+            session.tick()
+            restored = [n for n in session.graph if isinstance(n, TextNode) and n._n > 0]
+            assert len(restored) > 3
+            for node in restored:
+                node.render(NodeState.DETAILS)
+                lines = {"start_line": node.start_line, "end_line": node.end_line}
+                fresh = TextNode(node.path, root=saved, **lines)
+                own = TextNode.__slots__
+                assert {k: getattr(node, k) for k in own} == {k: getattr(fresh, k) for k in own}
+
     def test_a_subclass_block_is_refused(self, saved: Path) -> None:
         db = saved / ".dagctx" / "session.db"
         with sqlite3.connect(db) as con:

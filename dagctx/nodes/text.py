@@ -935,6 +935,7 @@ class TextNode(Node):
             self.placeholder, self.notice, self._n = placeholder, notice, len(lines)
             self._stale = True
         self.redacted, self._body, self._digest = redacted, text, None
+        self._chars = 0  # the length of the text shown is len(self._body) now
         self._set_stat(key)
         return text
 
