@@ -535,3 +535,22 @@ class TestLeftOutCounts:
                 assert kept.names(node_id, labels.__getitem__) == fresh
                 again = LeftOut.of((i, labels[i]) for i in sorted(left))
                 assert again.names(node_id, labels.__getitem__) == fresh
+
+    def test_left_out_entries_cost_a_few_bytes_each_not_an_object(self) -> None:
+        # under a tight budget nearly every file of a tree is left out
+        import gc
+        import tracemalloc
+
+        from dagctx.projection.assembly import LeftOut
+
+        labels = [f"src/pkg_{i % 100}/mod_{i}.py" for i in range(20_000)]
+        gc.collect()
+        tracemalloc.start()
+        try:  # walk positions made as the pass finds them (as the projector's does)
+            kept = LeftOut.of((i + 300, label) for i, label in enumerate(labels))
+            gc.collect()
+            used = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert kept.names(str, labels.__getitem__)[0] == ("200 in src/pkg_0/", 200)
+        assert used < 12 * len(labels)  # an int object and a list slot each: 36 B

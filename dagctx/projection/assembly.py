@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, insort
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, MutableSequence, Sequence
 from typing import Any
 
 from dagctx._quote import inline
@@ -399,15 +399,17 @@ class LeftOut:
     rather than a pass over every left-out entry: :meth:`names` gives what
     :func:`left_out_names` gives for the same entries in walk order.
 
-    Per directory the sorted walk positions of its left-out entries; the directories with
-    more than one in a list sorted as the footer names them, by (-count, first position);
-    and, sorted, the entries named one by one (no directory, or alone in theirs).
+    Per directory the sorted walk positions of its left-out entries (an ``array('i')``:
+    under a tight budget nearly every file is left out, and a list would hold an int
+    object per file); the directories with more than one in a list sorted as the footer
+    names them, by (-count, first position); and, sorted, the entries named one by one
+    (no directory, or alone in theirs).
     """
 
     __slots__ = ("_groups", "_members", "_names", "_singles")
 
     def __init__(self) -> None:
-        self._members: dict[str, list[int]] = {}
+        self._members: dict[str, array[int]] = {}
         self._groups: list[tuple[int, int, str]] = []  # (-count, first entry, directory)
         self._singles: list[int] = []
         self._names: list[tuple[str, int]] | None = None
@@ -420,7 +422,10 @@ class LeftOut:
         for i, label in left:
             d = directory(label)
             if d:
-                members.setdefault(d, []).append(i)
+                at = members.get(d)
+                if at is None:
+                    at = members[d] = array("i")
+                at.append(i)
             else:
                 out._singles.append(i)
         out._singles += [m[0] for m in members.values() if len(m) == 1]
@@ -435,7 +440,7 @@ class LeftOut:
         members = self._members.get(d) if d else None
         if members is None:
             if d:
-                self._members[d] = [i]
+                self._members[d] = array("i", (i,))
             insort(self._singles, i)
             return
         if len(members) == 1:
@@ -475,8 +480,8 @@ class LeftOut:
         return self._names
 
 
-def _discard(items: list[Any], item: Any) -> None:
-    """Take ``item`` out of the sorted list ``items`` (it is there)."""
+def _discard(items: MutableSequence[Any], item: Any) -> None:
+    """Take ``item`` out of the sorted sequence ``items`` (it is there)."""
     del items[bisect_left(items, item)]
 
 
