@@ -242,6 +242,23 @@ _edit = st.tuples(st.sampled_from(["edit", "delete", "create", "touch"]), st.int
 
 
 class TestSameAsColdStart:
+    @pytest.mark.parametrize("budget", [900, 2_500])
+    def test_an_unchanged_tree_under_pressure_resumes_to_the_cold_starts_bytes(
+        self, tree: Path, budget: int
+    ) -> None:
+        session, cold = _cold(tree, budget)
+        with session:
+            session.save()
+        assert cold.projection.tokens <= budget
+        assert "elided" in cold.projection.text  # the budget binds
+        resumed, result = _resume(tree, budget)
+        with resumed:
+            assert result.projection.text == cold.projection.text
+        shutil.rmtree(tree / ".dagctx")
+        again, fresh = _cold(tree, budget)
+        with again:
+            assert fresh.projection.text == cold.projection.text
+
     @settings(
         max_examples=12,
         deadline=None,
