@@ -160,7 +160,9 @@ def _detectors() -> tuple[tuple[str, Callable[[str], Iterable[str]]], ...]:
 @functools.cache
 def _keyword_finder(unquoted: bool) -> Callable[[str], Iterator[str]]:
     """detect-secrets' keyword detector: quoted assignments (``key = "value"``), or with
-    ``unquoted`` its config-file patterns (``KEY=value``, ``key: value``)."""
+    ``unquoted`` its config-file patterns (``KEY=value``, ``key: value``). Each of its
+    quoted patterns (``QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP``) matches a quote
+    character, so without ``unquoted`` a line holding none is not handed to it."""
     from detect_secrets.filters.heuristic import (
         is_potential_uuid,
         is_sequential_string,
@@ -172,6 +174,8 @@ def _keyword_finder(unquoted: bool) -> Callable[[str], Iterator[str]]:
     denylist = CONFIG_DENYLIST_REGEX_TO_GROUP if unquoted else None
 
     def keyword(line: str) -> Iterator[str]:
+        if not unquoted and "'" not in line and '"' not in line and "`" not in line:
+            return
         # Values long enough to be a credential, and not what detect-secrets' heuristics
         # call placeholders (sequences, UUIDs, templates).
         for value in analyze(line, denylist):

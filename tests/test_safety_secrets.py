@@ -507,3 +507,50 @@ class TestCandidateLines:
         assert searched == []
         found = secrets_module._candidate_lines("url = 'https://user:hunter2@example.com'\n")
         assert searched and found == ["url = 'https://user:hunter2@example.com'"]
+
+
+_KEYWORD_PIECES = st.sampled_from(
+    [
+        "password", "api_key", "secret", "db_pass", "PWD", " ", "=", "==", ":", "=>", ";",
+        "!==", "(", ")", "[", "]", ",", "hunter2hunter2", "value_12345678", "\t", "x",
+    ]
+)  # fmt: skip
+
+
+class TestKeywordDetector:
+    @settings(max_examples=300, deadline=None)
+    @given(pieces=st.lists(_KEYWORD_PIECES, max_size=20))
+    def test_its_quoted_patterns_find_nothing_in_a_line_without_a_quote(
+        self, pieces: list[str]
+    ) -> None:
+        from detect_secrets.plugins.keyword import KeywordDetector
+
+        line = "".join(pieces)  # what lets the quoted finder skip such a line
+        assert list(KeywordDetector().analyze_string(line, None)) == []
+
+    def test_a_line_without_a_quote_is_not_handed_to_it_unless_unquoted(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from detect_secrets.plugins.keyword import KeywordDetector
+
+        import dagctx._secrets as secrets_module
+
+        analyzed: list[str] = []
+        analyze = KeywordDetector.analyze_string
+
+        def spy(self, string, denylist=None):  # type: ignore[no-untyped-def]
+            analyzed.append(string)
+            return analyze(self, string, denylist)
+
+        monkeypatch.setattr(KeywordDetector, "analyze_string", spy)
+        secrets_module._keyword_finder.cache_clear()
+        try:
+            quoted = secrets_module._keyword_finder(unquoted=False)
+            assert list(quoted("password = hunter2hunter2hunter2")) == []
+            assert analyzed == []
+            assert set(quoted('password = "hunter2hunter2hunter2"')) == {"hunter2hunter2hunter2"}
+            unquoted = secrets_module._keyword_finder(unquoted=True)
+            assert set(unquoted("PASSWORD=hunter2hunter2hunter2")) == {"hunter2hunter2hunter2"}
+            assert len(analyzed) == 2
+        finally:
+            secrets_module._keyword_finder.cache_clear()
