@@ -937,6 +937,44 @@ class TestFocusChangeCost:
                 assert result.projection.scores == fresh.scores
         assert len(built) >= 8  # a plan per focus change (and one per fresh build)
 
+    def test_a_plan_built_again_for_a_focus_takes_the_kept_plans_counts(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A focus change that moves most files' levels (MANY_MOVES 0) builds the plan
+        from the kept one: nothing is counted afresh (the kept plan's counts, floors and
+        search-tree leaves are taken over, the order laid out again), and each turn is
+        what a projection built from scratch shows, whether files become related to the
+        focus or unrelated."""
+        from dagctx.projection import allocation
+
+        (tmp_path / "d").mkdir()
+        for i in range(60):
+            topic = ("restore", "net", "colors", "shell")[i % 4]
+            (tmp_path / "d" / f"f{i:02}.py").write_text(filler(topic, 20 + i % 7))
+        counted: list[int] = []
+        real_init = allocation.Allocation._init_costs
+
+        def init_costs(self: allocation.Allocation) -> None:
+            counted.append(1)
+            real_init(self)
+
+        monkeypatch.setattr(allocation, "MANY_MOVES", 0)
+        with Session(tmp_path, budget=700) as s:
+            scan_tree(s, ".")
+            s.focus("restore the snapshot")
+            s.tick()
+            monkeypatch.setattr(allocation.Allocation, "_init_costs", init_costs)
+            for focus in ("net", "zzz unrelated words", "colors shell", "restore", "net"):
+                s.focus(focus)
+                result = s.tick()
+                assert counted == []  # the tick's own plan
+                fresh = build_projection(
+                    s.graph, SectionCache(s.counter), s.budget, changes=result.changes
+                )
+                counted.clear()
+                assert result.projection.text == fresh.text
+                assert result.projection.scores == fresh.scores
+
     def test_a_plan_moving_most_files_is_not_updated_before_it_is_built_again(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dagctx.projection._segtree import INF, MinTree
+from dagctx.projection._segtree import INF, MinTree, PrefixTree
 
 _VALUES = st.one_of(
     st.sampled_from([INF, -INF]),
@@ -60,3 +60,64 @@ class TestMinTree:
             one_by_one.set(i, value)
         at_once.set_many(leaves)
         assert at_once.mn == one_by_one.mn
+
+
+# a leaf of pass A: (sum, minimum running sum, trigger), or the empty leaf
+_BLOCKS = st.one_of(
+    st.just((0, INF, 0)),
+    st.tuples(st.integers(-(10**9), 10**9), st.integers(-(10**9), 10**9), st.integers(0, 1)),
+)
+
+
+def _permutation(draw: st.DrawFn, cap: int) -> list[int]:
+    """Where each of ``cap`` new leaves comes from: an old leaf, each at most once, or -1."""
+    old = draw(st.permutations(list(range(cap))))
+    holes = draw(st.sets(st.integers(0, cap - 1)))
+    return [-1 if k in holes else old[k] for k in range(cap)]
+
+
+@st.composite
+def _moves(draw: st.DrawFn, leaf: st.SearchStrategy[object]) -> tuple[list, list[int], dict]:
+    cap = draw(st.sampled_from([1, 2, 8, 32]))
+    leaves = draw(st.lists(leaf, min_size=cap, max_size=cap))
+    source = _permutation(draw, cap)
+    fresh = draw(st.dictionaries(st.integers(0, cap - 1), leaf, max_size=cap))
+    return leaves, source, fresh
+
+
+class TestMovedTrees:
+    """A tree whose leaves follow their entries to new slots (the degrade order laid
+    out again) is the tree loaded with the leaves at those slots."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(_moves(_BLOCKS))
+    def test_a_moved_prefix_tree_is_the_tree_of_its_leaves(
+        self, case: tuple[list[tuple[int, int, int]], list[int], dict[int, tuple[int, int, int]]]
+    ) -> None:
+        leaves, source, fresh = case
+        cap = len(leaves)
+        old = PrefixTree(cap)
+        old.load(leaves)
+        moved = old.moved(cap, source, fresh)
+        placed = [leaves[k] if k >= 0 else (0, INF, 0) for k in source]
+        for k, block in fresh.items():
+            placed[k] = block
+        expected = PrefixTree(cap)
+        for k, block in enumerate(placed):  # one leaf at a time: every inner node set
+            expected.set(k, *block)
+        assert (moved.sum, moved.mn, moved.trig) == (expected.sum, expected.mn, expected.trig)
+
+    @settings(max_examples=200, deadline=None)
+    @given(_moves(_VALUES))
+    def test_a_moved_min_tree_is_the_tree_of_its_leaves(
+        self, case: tuple[list[int], list[int], dict[int, int]]
+    ) -> None:
+        values, source, fresh = case
+        cap = len(values)
+        old = MinTree(cap)
+        old.load(values)
+        moved = old.moved(cap, source, fresh)
+        expected = MinTree(cap)
+        for k, where in enumerate(source):
+            expected.set(k, fresh.get(k, values[where] if where >= 0 else INF))
+        assert moved.mn == expected.mn

@@ -6,6 +6,10 @@
 - :class:`MinTree`: a value per leaf; finds the last leaf before a position whose value
   is at most a bound (the next node a greedy pass in reverse order would take).
 
+Either is built at once from its leaves (``load``), or from another tree's leaves at
+other positions (``moved``: the order laid out again), each level of inner nodes in one
+pass over slices of the arrays.
+
 Values are machine integers (``array('q')``): no Python objects per leaf. ``INF`` marks
 an empty leaf; sums involving it stay far above any real total. A :class:`MinTree` sums
 nothing, so it keeps its values in 32 bits (``array('i')``, half the bytes; the trees
@@ -17,6 +21,7 @@ two, kept exactly below them (:func:`_narrow`).
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 
 INF = 1 << 60
 _TOP = (1 << 31) - 1  # INF in a MinTree
@@ -40,6 +45,13 @@ def capacity_for(n: int) -> int:
     while cap < n:
         cap <<= 1
     return cap
+
+
+def _gather(leaves: array[int], empty: int, source: Sequence[int]) -> list[int]:
+    """``leaves[k]`` for each ``k`` of ``source`` (``empty`` for -1)."""
+    values = leaves.tolist()
+    values.append(empty)  # what -1 reads
+    return [values[k] for k in source]
 
 
 def _cover(cap: int, lo: int, hi: int) -> list[int]:
@@ -74,15 +86,47 @@ class PrefixTree:
 
     def load(self, leaves: list[tuple[int, int, int]]) -> None:
         """Set leaves 0..len-1 at once (the rest empty) and build the inner nodes."""
-        cap, s, m, t = self.cap, self.sum, self.mn, self.trig
-        for i, (a, b, c) in enumerate(leaves):
-            s[cap + i], m[cap + i], t[cap + i] = a, b, c
-        for j in range(cap - 1, 0, -1):
-            lft = 2 * j
-            s[j] = s[lft] + s[lft + 1]
-            x, y = m[lft], s[lft] + m[lft + 1]
-            m[j] = x if x < y else y
-            t[j] = t[lft] + t[lft + 1]
+        cap, n = self.cap, len(leaves)
+        self.sum[cap : cap + n] = array("q", [a for a, _, _ in leaves])
+        self.mn[cap : cap + n] = array("q", [b for _, b, _ in leaves])
+        self.trig[cap : cap + n] = array("i", [c for _, _, c in leaves])
+        self._build()
+
+    def moved(
+        self, cap: int, source: Sequence[int], fresh: dict[int, tuple[int, int, int]]
+    ) -> PrefixTree:
+        """A tree of ``cap`` leaves whose leaf ``k`` is ``fresh[k]`` where given, else
+        this tree's leaf ``source[k]`` (empty where that is -1): the same blocks at
+        other slots, some of them new."""
+        tree = PrefixTree(cap)
+        old = self.cap
+        sums = _gather(self.sum[old:], 0, source)
+        mins = _gather(self.mn[old:], INF, source)
+        trigs = _gather(self.trig[old:], 0, source)
+        for k, (a, b, c) in fresh.items():
+            sums[k], mins[k], trigs[k] = a, b, c
+        n = len(source)
+        tree.sum[cap : cap + n] = array("q", sums)
+        tree.mn[cap : cap + n] = array("q", mins)
+        tree.trig[cap : cap + n] = array("i", trigs)
+        tree._build()
+        return tree
+
+    def _build(self) -> None:
+        """Make every inner node from its children, a level at a time (each level in
+        one pass over slices of the arrays: the sums, minima and trigger counts of
+        :meth:`set`)."""
+        s, m, t = self.sum, self.mn, self.trig
+        width = self.cap
+        while width > 1:
+            half, end = width // 2, 2 * width
+            left, right = s[width:end:2], s[width + 1 : end : 2]
+            s[half:width] = array("q", [x + y for x, y in zip(left, right, strict=True)])
+            low = zip(m[width:end:2], left, m[width + 1 : end : 2], strict=True)
+            m[half:width] = array("q", [x if x < (y := a + b) else y for x, a, b in low])
+            counts = zip(t[width:end:2], t[width + 1 : end : 2], strict=True)
+            t[half:width] = array("i", [x + y for x, y in counts])
+            width = half
 
     def set(self, i: int, total: int, low: int, trig: int) -> None:
         """Set leaf ``i`` to a block with sum ``total``, minimum prefix ``low``."""
@@ -168,12 +212,32 @@ class MinTree:
         self.mn = array("i", [_TOP]) * (2 * cap)
 
     def load(self, values: list[int]) -> None:
-        cap, m = self.cap, self.mn
-        for i, v in enumerate(values):
-            m[cap + i] = _narrow(v)
-        for j in range(cap - 1, 0, -1):
-            x, y = m[2 * j], m[2 * j + 1]
-            m[j] = x if x < y else y
+        """Set leaves 0..len-1 at once (the rest empty) and build the inner nodes."""
+        cap = self.cap
+        self.mn[cap : cap + len(values)] = array("i", map(_narrow, values))
+        self._build()
+
+    def moved(self, cap: int, source: Sequence[int], fresh: dict[int, int]) -> MinTree:
+        """A tree of ``cap`` leaves whose leaf ``k`` is ``fresh[k]`` where given, else
+        this tree's leaf ``source[k]`` (empty where that is -1): the same values at
+        other slots, some of them new."""
+        tree = MinTree(cap)
+        values = _gather(self.mn[self.cap :], _TOP, source)
+        for k, value in fresh.items():
+            values[k] = _narrow(value)
+        tree.mn[cap : cap + len(values)] = array("i", values)
+        tree._build()
+        return tree
+
+    def _build(self) -> None:
+        """Make every inner node the minimum of its children, a level at a time."""
+        m = self.mn
+        width = self.cap
+        while width > 1:
+            half, end = width // 2, 2 * width
+            pairs = zip(m[width:end:2], m[width + 1 : end : 2], strict=True)
+            m[half:width] = array("i", [x if x < y else y for x, y in pairs])
+            width = half
 
     def shift(self, lo: int, hi: int) -> None:
         """Move leaves ``lo``..``hi`` - 2 one on, as :meth:`PrefixTree.shift`."""

@@ -77,16 +77,24 @@ parts that stand alone live beside it (:mod:`.order`, :mod:`.segtree`, :mod:`.as
 
 States only move through :meth:`Allocation.set_state`, which keeps the visibility of
 entries (a collapsed or omitted container hides what it shows), the search trees and the
-set of *dirty* entries (whose section must be re-rendered) in step; the one exception, a
+set of *dirty* entries (whose section must be re-rendered) in step (a hidden entry shows
+nothing and is no candidate whatever its state: only its parent's count of shown
+children follows); the one exception, a
 bare group left out, leaves its children (all left out already) visible. Fill, cut, bare
 groups and dropped companions are undone at the start of the next turn; the degrade
 prefix is moved, not recomputed.
+
+A turn whose changes move most keys (a focus change that moves most files' levels) builds
+the plan again, from the kept one (:meth:`Allocation._carry`): the counts, floors,
+frontier sums and states are taken over, the order is laid out again and each search
+tree's leaves follow their entries to their new slots; the move to the new stop then
+sets the states that differ.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.group import GroupNode
@@ -107,7 +115,8 @@ LOW_CHARS = 256  # a section this long is counted only when it may be shown
 MAX_OUTLINES = 32  # nodes the outline round raises per projection
 TOP_FILE_SCAN = 4096  # slots searched from the top for the most important file
 # a turn whose changes move the keys of more entries than this, and of more than an eighth
-# of all, builds the plan again: one build costs less than that many moves in the order
+# of all, builds the plan again from the kept one (Allocation._carry): laying the order
+# out again costs less than that many moves in it
 MANY_MOVES = 1024
 # a move of the degrade's stop over more slots than this sets the search trees' leaves of
 # the entries it changes once, at its end (MinTree.set_many), not at each change
@@ -120,6 +129,14 @@ DEPTH_EXTRA = 5  # ... when it fits in this percent of the room beyond the file'
 DEPTH_KEEP = 25  # ... and leaves this percent of the room to the outlines
 LEAST_STEPS = 8  # steps of a focused cut searched for the first that shows a definition
 _NOT_CUTTABLE = -1
+# the stop of a plan whose order was laid out again (_carry): in no phase, so the next
+# move_to sets the state of every entry that differs from the new stop's
+_NO_STOP = (0, 0, 0)
+# what a plan built from the one it replaces takes over as it is (_carry)
+_CARRIED = (
+    "bare", "companions", "cost", "cref", "cur", "dirty", "dropped", "f1", "kids", "owner",
+    "pressure", "sa", "shown_kids", "t0", "t1", "unsettled", "va", "vb", "vis",
+)  # fmt: skip
 
 
 class Allocation:
@@ -167,10 +184,25 @@ class Allocation:
         "vis",
     )
 
-    def __init__(self, layout: Layout, cache: SectionCache, focus: str | None = None) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        cache: SectionCache,
+        focus: str | None = None,
+        *,
+        previous: Allocation | None = None,
+        changed: Sequence[int] = (),
+        relevelled: Iterable[int] = (),
+    ) -> None:
+        """The plan of ``layout`` for ``focus``: built from scratch, or from ``previous``
+        (the plan of the same layout it replaces, whose last turn is undone and whose
+        parts it takes) after the nodes at entries ``changed`` changed and the levels
+        of ``relevelled`` moved (:meth:`_carry`; from scratch when that cannot be)."""
         self.layout = layout
         self.cache = cache
         self.focus = focus  # what focused cuts show in full first
+        if previous is not None and self._carry(previous, changed, relevelled):
+            return
         n = len(layout)
         self.cur = bytearray(layout.requested)
         self.vis = bytearray(b"\x01") * n
@@ -442,7 +474,23 @@ class Allocation:
     def _a_leaf(self, i: int) -> tuple[int, int, int]:
         """Pass A's leaf for entry ``i``: (sum, minimum running sum, trigger). The sum is
         exact; the minimum a lower bound when levels in between are not counted yet
-        (:meth:`_a_steps`), which :meth:`_first_fit` checks exactly."""
+        (:meth:`_a_steps`), which :meth:`_first_fit` checks exactly. For an entry
+        without children the running sums telescope: each is the level's cost less the
+        requested one's, so the leaf comes from the costs alone."""
+        if not self.kids[i]:
+            r, floor = self.layout.requested[i], self.f1[i]
+            if r <= floor:
+                return 0, INF, 0
+            if floor == OMIT:  # no level costs less than nothing
+                top = self._r(i)
+                return -top, -top, 1
+            low = last = self.c(i, floor)
+            for s in range(floor + 1, r):
+                known = self.known(i, s)
+                if known < low:
+                    low = known if known > 0 else 0
+            top = self._r(i)
+            return last - top, low - top, 1 if floor == OMIT else 0
         deltas, trig = self._a_steps(i, exact=False)
         if not deltas:
             return 0, INF, 0
@@ -546,6 +594,35 @@ class Allocation:
         the plan must be rebuilt instead (a floor went down, too many entries would move
         in a block, or the keys of more than :data:`MANY_MOVES` entries and an eighth of
         all moved: a focus change that moves most files' levels)."""
+        accounted = self._account(changed)
+        if accounted is None:
+            return False
+        if not self.pressure:
+            return True
+        touched, refloored = accounted
+        moved = self.order.rekey(changed)
+        if len(moved) > MANY_MOVES and len(moved) * 8 > len(self.layout):
+            return False
+        new = self.order.missing(moved)
+        if new and not self.order.open_blocks(new):
+            self._relayout(new)
+        for i in moved:
+            if not self._move(i):
+                return False
+        touched.update(moved)
+        for i in refloored:
+            self.set_state(i, self.prefix_state(i, self.stop))
+        for i in touched:
+            self._leaves(i)
+        self._follow_top(moved)
+        return True
+
+    def _account(self, changed: list[int]) -> tuple[set[int], list[int]] | None:
+        """Count the nodes at entries ``changed`` at their new versions: costs,
+        companions, references, floors and frontier sums (the search trees and the
+        order aside). Returns the entries whose leaves are to be set again and those
+        whose floor moved (a file became related or unrelated to the focus); None when
+        a container's floor moved (the plan must be rebuilt)."""
         layout, cache = self.layout, self.cache
         nodes, requested, parent = layout.nodes, layout.requested, layout.parent
         cost, cref, press = self.cost, self.cref, self.pressure
@@ -584,40 +661,104 @@ class Allocation:
                 floor = self._floor(i)
                 if floor != self.f1[i]:  # a file became related or unrelated to the focus
                     if self.kids[i]:
-                        return False
+                        return None
                     self.f1[i], self.sa[i] = floor, min(requested[i], floor)
                     refloored.append(i)
                 self._add_frontier(i, self.c(i, self.sa[i]) - old_a, touched)
                 self.t1[i] = _UNKNOWN
-        if not press:
-            return True
-        moved = self.order.rekey(changed)
-        if len(moved) > MANY_MOVES and len(moved) * 8 > len(layout):
+        return touched, refloored
+
+    def _carry(self, old: Allocation, changed: Sequence[int], relevelled: Iterable[int]) -> bool:
+        """Build this plan from ``old`` (the plan of the same layout, under pressure,
+        for a focus set as this one's is or not): its last turn undone, its states,
+        counts, floors and frontier sums are taken over and brought up to date for the
+        nodes at entries ``changed`` (new versions) and the files of ``relevelled``
+        (new levels: a floor follows the relation to the focus); the degrade order is
+        laid out again from the keys, as a fresh build lays it out, and each search
+        tree's leaves follow their entries to their new slots (what a leaf holds does
+        not depend on its slot). The states are left as they were, with no stop in the
+        new order (:data:`_NO_STOP`): :meth:`decide`'s move to its stop sets each entry
+        whose state differs. So a focus change that moves most files' levels costs a
+        sort and a pass over the slots, not a count of every node. False (nothing of
+        ``old`` changed) when it cannot be carried."""
+        if old.layout is not self.layout or not old.pressure:
             return False
-        new = self.order.missing(moved)
-        if new and not self.order.open_blocks(new):
-            self._relayout(new)
-        for i in moved:
-            if not self._move(i):
-                return False
-        touched.update(moved)
-        for i in refloored:
-            self.set_state(i, self.prefix_state(i, self.stop))
-        for i in touched:
-            self._leaves(i)
-        self._follow_top(moved)
+        if (old.focus is None) != (self.focus is None):
+            return False
+        if any(old.kids[i] and old._floor(i) != old.f1[i] for i in changed):
+            return False
+        old.undo_turn()
+        for name in _CARRIED:
+            setattr(self, name, getattr(old, name))
+        self.bared, self.mods, self.least = [], [], []
+        self.cut = {}
+        self.total, self.triggered, self.top, self._deferred = 0, False, None, None
+        refresh: list[int] = []  # entries whose cut cost was measured for the old focus
+        if self.focus != old.focus:
+            t1 = old.t1
+            refresh = [i for i, cost in enumerate(t1) if cost != _UNKNOWN]
+            self.t1 = array("i", [_UNKNOWN]) * len(t1)
+        accounted = self._account(list(changed))
+        assert accounted is not None  # containers' floors checked above
+        touched, _ = accounted
+        self._refloor(relevelled, touched)
+        old_slot = old.slot
+        self.order = order = DegradeOrder(self.layout)
+        self.slot, self.entry_at, self.cap = order.slot, order.entry_at, order.cap
+        slot, cap = order.slot, order.cap
+        source = [old_slot[i] if i >= 0 else -1 for i in order.entry_at]
+        self.stop = _NO_STOP
+        self.a_tree = old.a_tree.moved(cap, source, {slot[i]: self._a_leaf(i) for i in touched})
+        self.b_tree = None
+        if old.b_tree is not None:  # an entry pass A covers has an empty leaf whatever it is
+            owner = self.owner
+            b_leaves = {slot[i]: self._b_leaf(i) for i in touched if owner[i] < 0}
+            self.b_tree = old.b_tree.moved(cap, source, b_leaves)
+        vis = self.vis  # a hidden entry's keys are INF, as they were
+        shown = [i for i in touched if vis[i]]
+        self.f_tree = old.f_tree.moved(cap, source, {slot[i]: self._up_key(i) for i in shown})
+        refresh.extend(shown)
+        self.c_tree = old.c_tree.moved(cap, source, {slot[i]: self._cut_key(i) for i in refresh})
         return True
+
+    def _refloor(self, relevelled: Iterable[int], touched: set[int]) -> None:
+        """Give the files of ``relevelled`` (their nodes unchanged, their levels moved)
+        that became related or unrelated to the focus their new floor, and their owners'
+        frontier sums the difference; each of them and those owners go in ``touched``."""
+        layout, kids, f1, sa, owner, va = (
+            self.layout,
+            self.kids,
+            self.f1,
+            self.sa,
+            self.owner,
+            self.va,
+        )
+        requested, ref, level = layout.requested, layout.ref, layout.level
+        for i in relevelled:
+            if kids[i] or ref[i] or (f1[i] == OMIT) == unrelated(level[i]):
+                continue  # a container's floor does not follow the focus; nor did this one
+            # left out for being unrelated: the floor it had (its node did not change)
+            floor = COLLAPSED if f1[i] == OMIT else self._floor(i)
+            if floor == f1[i]:
+                continue
+            was, f1[i] = sa[i], floor
+            now = sa[i] = min(requested[i], floor)
+            touched.add(i)
+            o = owner[i]
+            if o >= 0:
+                va[o] += self.c(i, now) - self.c(i, was)
+                touched.add(o)
 
     def moves_many(self, changed: Iterable[int]) -> bool:
         """Whether :meth:`apply_changes` of ``changed`` would give up for moving the keys of
         too many entries, told without changing anything: by the files among them whose
-        level moved alone (:meth:`DegradeOrder.relevelled`, a lower bound on the moves).
-        So a focus change that moves most files builds the plan again without first
-        accounting for each of them."""
+        level moved alone (:meth:`DegradeOrder.relevelled`, a lower bound on the moves,
+        counted until it is enough). So a focus change that moves most files builds the
+        plan again (from this one: :meth:`_carry`) without first moving each of them."""
         if not self.pressure:
             return False
-        moves = self.order.relevelled(changed)
-        return moves > MANY_MOVES and moves * 8 > len(self.layout)
+        many = max(MANY_MOVES, len(self.layout) // 8)
+        return self.order.relevelled(changed, many + 1) > many
 
     def refocus(self, focus: str | None) -> bool:
         """Take ``focus`` for the focused cuts (after :meth:`undo_turn`); the smallest
@@ -702,15 +843,21 @@ class Allocation:
     # -- states -----------------------------------------------------------------------
 
     def set_state(self, i: int, state: int) -> None:
-        """Move entry ``i`` to ``state``, keeping visibility, trees and dirt right."""
+        """Move entry ``i`` to ``state``, keeping visibility, trees and dirt right. An
+        entry hidden by a container shows no section whatever its state, its search
+        keys are INF (not a candidate) either way and what it shows is hidden too: only
+        its parent's count of shown children follows (a container that shows it marks
+        it dirty and sets its keys when it does)."""
         old = self.cur[i]
         if old == state:
             return
         self.cur[i] = state
         if (old == OMIT) != (state == OMIT):
             self._count_shown(i, old == OMIT)
+        if not self.vis[i]:
+            return
         self._touch(i)
-        if self.kids[i] and self.vis[i]:
+        if self.kids[i]:
             expands = self.layout.nodes[i].expands_at
             was, now = old != OMIT and old in expands, state != OMIT and state in expands
             if was != now:
@@ -781,11 +928,28 @@ class Allocation:
         hi = min(hi, self.cap)
         if hi - lo > BATCH_SLOTS:  # the search trees' leaves are set once, at the end
             self._deferred = set()
+        phase, j, k = stop
+        cur, sa, owner, requested = self.cur, self.sa, self.owner, self.layout.requested
+        vis = self.vis
         try:
             for slot in range(lo, hi):
                 i = entry_at[slot]
-                if i >= 0:
-                    self.set_state(i, self.prefix_state(i, stop))
+                if i < 0:
+                    continue
+                # prefix_state, inline: most entries keep their state
+                if phase == 1:
+                    state = sa[i] if slot < j else requested[i] - k if slot == j else requested[i]
+                else:
+                    state = OMIT if slot < j and owner[i] < 0 else sa[i]
+                if state == cur[i]:
+                    continue
+                if vis[i]:
+                    self.set_state(i, state)
+                    continue
+                # set_state of a hidden entry, inline: most moved entries are hidden
+                if (cur[i] == OMIT) != (state == OMIT):
+                    self._count_shown(i, state != OMIT)
+                cur[i] = state
         finally:
             deferred, self._deferred = self._deferred, None
         if deferred:

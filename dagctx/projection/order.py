@@ -70,23 +70,30 @@ class DegradeOrder:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self._pending: set[int] = set()  # keys moved by rekey, slots not given again yet
-        ref, parent = layout.ref, layout.parent
+        ref, parent, nodes, level = layout.ref, layout.parent, layout.nodes, layout.level
         n = len(ref)
-        key = [0] * n
-        for i in range(n):
-            if not ref[i]:
-                key[i] = own_key(layout, i)
+        key = [  # own_key, inline
+            0
+            if ref[i]
+            else (((nodes[i].priority << LEVEL_BITS) + level[i]) << PRIO_SHIFT)
+            + (nodes[i].seq << SEQ_SHIFT)
+            for i in range(n)
+        ]
         for i in range(n - 1, -1, -1):  # children come after their parent in the walk
             p = parent[i]
             if p >= 0 and not ref[i] and key[i] + 1 > key[p]:
                 key[p] = key[i] + 1
         self.key = key
         blocks: list[tuple[int, list[int]]] = []
-        for i in sorted((i for i in range(n) if not ref[i]), key=key.__getitem__):
+        members: list[int] = []
+        last = -1
+        for i in sorted([i for i in range(n) if not ref[i]], key=key.__getitem__):
             block = key[i] >> PRIO_SHIFT
-            if not blocks or blocks[-1][0] != block:
-                blocks.append((block, []))
-            blocks[-1][1].append(i)
+            if block != last:
+                members = []
+                blocks.append((block, members))
+                last = block
+            members.append(i)
         self._place(blocks)
 
     def entries(self) -> list[int]:
@@ -158,18 +165,21 @@ class DegradeOrder:
         key, have = self.key, self._end
         return {key[i] >> PRIO_SHIFT for i in entries} - have.keys()
 
-    def relevelled(self, entries: Iterable[int]) -> int:
+    def relevelled(self, entries: Iterable[int], enough: int) -> int:
         """How many of ``entries`` that have no children hold a key of another level than
-        the layout's now: each of them moves at the next :meth:`rekey` (with containers and
-        new versions, more may), so a lower bound on how many keys it moves."""
+        the layout's now, counted up to ``enough`` (the count stops there): each of them
+        moves at the next :meth:`rekey` (with containers and new versions, more may), so a
+        lower bound on how many keys it moves."""
         layout = self.layout
         key, level, end, ref = self.key, layout.level, layout.end, layout.ref
         mask = (1 << LEVEL_BITS) - 1
-        return sum(
-            1
-            for i in entries
-            if end[i] == i + 1 and not ref[i] and (key[i] >> PRIO_SHIFT) & mask != level[i]
-        )
+        found = 0
+        for i in entries:
+            if end[i] == i + 1 and not ref[i] and (key[i] >> PRIO_SHIFT) & mask != level[i]:
+                found += 1
+                if found >= enough:
+                    break
+        return found
 
     def rekey(self, changed: list[int]) -> list[int]:
         """New keys for the entries ``changed`` (a new version or a new level) and the

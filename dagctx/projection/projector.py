@@ -15,7 +15,11 @@ a new focus in place of another (or none) and changed nodes level again the entr
 whose score moved, and the entries whose level moved without a trace of their own (a
 file's BM25 moves when another file changes or the focus does) are handed to each plan
 as changed (a plan whose focus was set or cleared is rebuilt;
-:meth:`~dagctx.projection.allocation.Allocation.refocus`). When a first focus left the
+:meth:`~dagctx.projection.allocation.Allocation.refocus`). Changes that move the levels
+of most files (a new focus) build the plan again from the kept one
+(:meth:`~dagctx.projection.allocation.Allocation.moves_many`; ``previous``): its counts,
+states and search-tree leaves are taken over, the degrade order laid out again, and the
+shown sections are patched, not assembled afresh. When a first focus left the
 reference graph to be read later (:attr:`~dagctx.projection.relevance.Relevance.later`),
 the worker reading it is started once the projection is made, and the next projection
 levels every entry with it and rebuilds the plans.
@@ -243,23 +247,30 @@ class Projector:
 
     def _plan(self, layout: Layout, budget: int) -> _Plan:
         traces = self.graph.traces
+        focus = self.relevance.focus
         plan = self._plans.pop(budget, None)
         if plan is not None and traces.start <= plan.mark <= len(traces):
             first = layout.first
-            changed = {first[t.node_id] for t in traces.since(plan.mark) if t.node_id in first}
+            traced = {first[t.node_id] for t in traces.since(plan.mark) if t.node_id in first}
+            changed = set(traced)
             for mark, moved in self._releveled:
                 if mark > plan.mark:
                     changed.update(moved)
-            if self._takes(plan.alloc, changed):
-                plan.mark = len(traces)
-                self._plans[budget] = plan
-                self._prune_releveled()
-                return plan
-        plan = _Plan(
-            Allocation(layout, self.cache, self.relevance.focus),
-            Body(len(layout), self._within),
-            len(traces),
-        )
+            if plan.alloc.moves_many(changed):  # built again from the kept plan's parts
+                plan.alloc = Allocation(
+                    layout,
+                    self.cache,
+                    focus,
+                    previous=plan.alloc,
+                    changed=sorted(traced),
+                    relevelled=changed - traced,
+                )
+            elif not self._takes(plan.alloc, changed):
+                plan.alloc = Allocation(layout, self.cache, focus)
+            plan.mark = len(traces)
+        else:
+            body = Body(len(layout), self._within)
+            plan = _Plan(Allocation(layout, self.cache, focus), body, len(traces))
         while len(self._plans) >= KEPT_BUDGETS:
             del self._plans[next(iter(self._plans))]
         self._plans[budget] = plan
@@ -268,11 +279,8 @@ class Projector:
 
     def _takes(self, alloc: Allocation, changed: set[int]) -> bool:
         """Whether the kept plan ``alloc`` takes the changes at entries ``changed`` (its
-        last turn undone), or is to be built again: a focus set or cleared, changes that
-        move too many files' levels (told before undoing anything), or ones
+        last turn undone), or is to be built again: a focus set or cleared, or changes
         :meth:`Allocation.apply_changes` gives up on."""
-        if alloc.moves_many(changed):
-            return False
         alloc.undo_turn()
         return alloc.refocus(self.relevance.focus) and (
             not changed or alloc.apply_changes(sorted(changed))

@@ -205,13 +205,16 @@ class Bm25Index:
     """BM25 statistics of the text files (content and path apart), updated one file at
     a time.
 
-    The files holding a content term (its postings) are gathered the first time a query
-    asks for that term, by one pass over the files, and kept up to date from then on:
-    a focus asks for a few terms, so building the index does not pay for the postings
-    of every term of every file. At most :data:`KEPT_POSTINGS` terms are kept so.
+    The files holding a content term (its postings), each with the term's saturated
+    frequency in it (:func:`_saturated`, what its BM25 multiplies the term's weight by),
+    are gathered the first time a query asks for that term, by one pass over the files,
+    and kept up to date from then on: a focus asks for a few terms, so building the
+    index does not pay for the postings of every term of every file, and scoring every
+    file for a focus is a multiply-add per posting (:meth:`score_all`). At most
+    :data:`KEPT_POSTINGS` terms are kept so.
     """
 
-    __slots__ = ("docs", "match", "norm", "path_of", "path_postings", "postings")
+    __slots__ = ("docs", "match", "norm", "path_of", "path_postings", "postings", "saturated")
 
     def __init__(self) -> None:
         #: node id → (version, term counts, length, path terms)
@@ -220,6 +223,8 @@ class Bm25Index:
         self.match: dict[str, float] = {}  # node id → how much its match counts (match_weight)
         #: content term → the files holding it, for the terms a query asked for
         self.postings: dict[str, set[str]] = {}
+        #: the same terms → each file holding it → the term's saturated frequency in it
+        self.saturated: dict[str, dict[str, float]] = {}
         self.path_postings: dict[str, set[str]] = {}
         self.path_of: dict[str, str] = {}
 
@@ -233,12 +238,13 @@ class Bm25Index:
         length = sum(counts.values())
         in_path = path_terms(node.path)
         self.docs[node.id] = (node.version, counts, length, in_path)
-        self.norm[node.id] = K1 * (1 - B + B * length / AVERAGE_LENGTH)
+        self.norm[node.id] = norm = K1 * (1 - B + B * length / AVERAGE_LENGTH)
         self.match[node.id] = match_weight(node.path)
         self.path_of[node.id] = node.path
         for term, ids in self.postings.items():
             if term in counts:
                 ids.add(node.id)
+                self.saturated[term][node.id] = _saturated(counts[term], norm)
         for term in in_path:
             self.path_postings.setdefault(term, set()).add(node.id)
 
@@ -251,6 +257,7 @@ class Bm25Index:
         for term, ids in self.postings.items():
             if term in old[1]:
                 ids.discard(node_id)
+                del self.saturated[term][node_id]
         for term in old[3]:
             ids = self.path_postings[term]
             ids.discard(node_id)
@@ -263,7 +270,15 @@ class Bm25Index:
         if ids is None:
             if len(self.postings) >= KEPT_POSTINGS:  # gathered again when asked again
                 self.postings.clear()
-            ids = self.postings[term] = {nid for nid, doc in self.docs.items() if term in doc[1]}
+                self.saturated.clear()
+            norm = self.norm
+            held = {
+                nid: _saturated(doc[1][term], norm[nid])
+                for nid, doc in self.docs.items()
+                if term in doc[1]
+            }
+            self.saturated[term] = held
+            ids = self.postings[term] = set(held)
         return ids
 
     def weights(self, query: Iterable[str]) -> dict[str, tuple[float, float]]:
@@ -294,7 +309,7 @@ class Bm25Index:
         for term, (w_content, w_path) in weights.items():
             tf = counts.get(term, 0)
             if tf:
-                got += w_content * tf * (K1 + 1) / (tf + norm_len)
+                got += w_content * _saturated(tf, norm_len)
             if term in in_path:
                 got += PATH_WEIGHT * w_path
             best += w_content * (K1 + 1) + PATH_WEIGHT * w_path
@@ -303,31 +318,29 @@ class Bm25Index:
     def score_all(self, weights: dict[str, tuple[float, float]]) -> dict[str, float]:
         """:meth:`score` times the file's :func:`match_weight`, of every file that
         holds a term of the query of ``weights`` and scores above 0: the same floats as
-        :meth:`score`, made in one loop."""
+        :meth:`score` (each file's parts added in the same order), made a term at a
+        time over its postings."""
         if not weights:
             return {}
         k1 = K1 + 1
-        query = [
-            (term, w_content, PATH_WEIGHT * w_path) for term, (w_content, w_path) in weights.items()
-        ]
         best = 0.0
-        for _, w_content, path_weight in query:
-            best += w_content * k1 + path_weight
+        for w_content, w_path in weights.values():
+            best += w_content * k1 + PATH_WEIGHT * w_path
         if best <= 0:
             return {}
-        docs, norm, match = self.docs, self.norm, self.match
+        got: dict[str, float] = {}
+        get = got.get
+        for term, (w_content, w_path) in weights.items():
+            self.holding(term)
+            for nid, saturated in self.saturated[term].items():
+                got[nid] = get(nid, 0.0) + w_content * saturated
+            path_weight = PATH_WEIGHT * w_path
+            for nid in self.path_postings.get(term, ()):
+                got[nid] = get(nid, 0.0) + path_weight
+        match = self.match
         out: dict[str, float] = {}
-        for nid in self.matching(weights):
-            _, counts, _, in_path = docs[nid]
-            norm_len = norm[nid]
-            got = 0.0
-            for term, w_content, path_weight in query:
-                tf = counts.get(term, 0)
-                if tf:
-                    got += w_content * tf * k1 / (tf + norm_len)
-                if term in in_path:
-                    got += path_weight
-            value = got / best * match[nid]
+        for nid, value in got.items():
+            value = value / best * match[nid]
             if value > 0:
                 out[nid] = value
         return out
@@ -339,6 +352,12 @@ class Bm25Index:
             out.update(self.holding(term))
             out.update(self.path_postings.get(term, ()))
         return out
+
+
+def _saturated(tf: int, norm: float) -> float:
+    """BM25's saturated frequency of a term held ``tf`` times by a file of length
+    normalization ``norm``: what the term's weight is multiplied by for that file."""
+    return tf * (K1 + 1) / (tf + norm)
 
 
 def _idf(n: int, df: int) -> float:
@@ -610,43 +629,59 @@ class Relevance:
 
     def _moved_parts(
         self, layout: Layout, old: tuple[dict[str, float], ...], changed: list[int]
-    ) -> set[int]:
+    ) -> dict[int, int]:
         """``changed`` and the entries of the files whose score parts differ from
         ``old`` (the lexical ones only when every file was scored again) so much that
-        their bucket moved (the tier of a file not changed stays)."""
+        their bucket moved (the tier of a file not changed stays), each → its own new
+        level where that is known from its bucket and kept tier (-1: to be found,
+        :meth:`_own`; a container's from its children)."""
         first, level, end = layout.first, layout.level, layout.end
         lexical, graph, recent = new = (self._lexical, self._graph, self._recent)
-        todo = set(changed)
+        todo = dict.fromkeys(changed, -1)
+        moved: set[str] = set()  # the files of the parts that moved; their buckets tell
         for k, (before, after) in enumerate(zip(old, new, strict=True)):
             if before is after or (k == 0 and not self._rescored_all):
                 continue  # lexical scores not all rescored: only the changed ones moved
-            moved = [nid for nid, value in after.items() if before.get(nid) != value]
-            moved += [nid for nid in before if nid not in after]
-            for nid in moved:
-                i = first.get(nid)
-                if i is None:
-                    continue
-                combined = (
-                    lexical.get(nid, 0.0)
-                    + GRAPH_WEIGHT * graph.get(nid, 0.0)
-                    + RECENT_WEIGHT * recent.get(nid, 0.0)
-                )
-                if end[i] > i + 1 or bucket(combined) != level[i] // TIERS:
-                    todo.add(i)
+            if k == 0:  # every file scored again: most moved, each is looked at
+                moved.update(before)
+                moved.update(after)
+                continue
+            get = before.get
+            moved.update([nid for nid, value in after.items() if get(nid) != value])
+            moved.update([nid for nid in before if nid not in after])
+        lexical_of, graph_of, recent_of = lexical.get, graph.get, recent.get
+        for nid in moved:
+            i = first.get(nid)
+            if i is None or i in todo:
+                continue
+            combined = (
+                lexical_of(nid, 0.0)
+                + GRAPH_WEIGHT * graph_of(nid, 0.0)
+                + RECENT_WEIGHT * recent_of(nid, 0.0)
+            )
+            if end[i] > i + 1:
+                todo[i] = -1
+                continue
+            # bucket(combined), inline
+            b = 1 + min(BUCKETS - 1, int(combined * BUCKET_STEPS)) if combined > 0 else 0
+            if b != level[i] // TIERS:
+                todo[i] = b * TIERS + level[i] % TIERS
         return todo
 
-    def _settle(self, layout: Layout, todo: set[int]) -> list[int]:
-        """Give the entries ``todo`` their own level, and their containers the best of
-        theirs and their children's; returns the entries whose level changed."""
+    def _settle(self, layout: Layout, todo: dict[int, int]) -> list[int]:
+        """Give the entries of ``todo`` their own level (the one given, or
+        :meth:`_own` where that is -1), and their containers the best of theirs and
+        their children's; returns the entries whose level changed."""
         nodes, parent, level, end = layout.nodes, layout.parent, layout.level, layout.end
         inherited = self._inherited
         moved: list[int] = []
         containers: set[int] = set()
-        for i in todo:
+        for i, own in todo.items():
             if end[i] > i + 1:
                 p = i
             else:
-                own = self._own(nodes[i])
+                if own < 0:
+                    own = self._own(nodes[i])
                 if own == level[i]:
                     continue
                 level[i] = own
