@@ -163,6 +163,47 @@ class TestFocusVerb:
             s.tick()
             assert s.cache.projector.relevance.focus == "now the shell"
 
+    def test_a_message_naming_no_file_keeps_the_focus_and_the_workspace(self, repo: Path) -> None:
+        (repo / "pkg" / "step_15.py").write_text(filler("step", 20))
+        with Session(repo, budget=4000) as s:
+            scan_tree(s, ".")
+            s.topic("task")
+            s.focus("how are checkpoints restored")
+            before = s.tick().projection
+            for vague in ("what next?", "turn 15: continue"):  # numbers alone name nothing
+                s.message("user", vague)
+                p = s.tick().projection
+                assert s.cache.projector.relevance.focus == "how are checkpoints restored"
+                assert p.text[: p.band_ends[0]] == before.text[: before.band_ends[0]]
+                assert {k: v for k, v in p.scores.items() if k.startswith("text")} == {
+                    k: v for k, v in before.scores.items() if k.startswith("text")
+                }
+            s.message("user", "the colors are wrong")  # names pkg/colors.py
+            s.tick()
+            assert s.cache.projector.relevance.focus == "the colors are wrong"
+            s.message("user", "ok, and then?")
+            s.tick()
+            assert s.cache.projector.relevance.focus == "the colors are wrong"
+            s.focus("network")  # an explicit focus always takes effect
+            s.tick()
+            assert s.cache.projector.relevance.focus == "network"
+
+    def test_a_message_names_a_file_added_since(self, repo: Path) -> None:
+        with Session(repo, budget=4000) as s:
+            scan_tree(s, ".")
+            s.topic("task")
+            s.focus("checkpoints")
+            s.message("user", "wire up the gadget")
+            s.tick()
+            assert s.cache.projector.relevance.focus == "checkpoints"
+            (repo / "pkg" / "gadget.py").write_text(filler("gadget", 10))
+            s.text("pkg/gadget.py")
+            s.message("user", "the gadget again")
+            s.tick()
+            assert s.cache.projector.relevance.focus == "the gadget again"
+            fresh = build_projection(s.graph, SectionCache(s.counter), s.budget)
+            assert fresh.text == s.project().text
+
     def test_set_focus_tool(self, repo: Path) -> None:
         with Session(repo, budget=4000) as s:
             tool = next(t for t in get_graph_tools() if t.name == "set_focus").bind(s)

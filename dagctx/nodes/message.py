@@ -112,7 +112,9 @@ class MessageNode(Node):
         return (self.peer,) if self.peer is not None else ()
 
     def focus_text(self) -> str | None:
-        """A user message focuses the session on its content."""
+        """A user message's content, as the focus it offers (the projection takes it
+        when no focus is in effect or when it names a file or directory:
+        :meth:`~dagctx.projection.relevance.Relevance.offer_focus`)."""
         return self.content if self.role == "user" else None
 
     # -- rendering --------------------------------------------------------------------

@@ -49,6 +49,14 @@ step, the allocation sees the same room for the workspace and decides the same s
 The reservation is a function of what the later bands hold now, never of earlier turns,
 so the projection stays a function of the graph, the focus and the budget.
 
+What the stable band shows is decided by the focus, so a focus that moves with every
+message would rewrite it, and the whole prompt after it, at each one. The focus is
+sticky (:meth:`~dagctx.projection.relevance.Relevance.offer_focus`): ``Session.focus``
+always takes effect at the next tick, and so does the first user message while no focus
+is in effect, but a later user message replaces the focus only when it names a file or
+directory of the workspace (a word of a path, numbers aside). "What next?" or "continue"
+is appended to the conversation and leaves the workspace as it was.
+
 Reads nodes only; must not import the projector, the allocation or the session.
 """
 

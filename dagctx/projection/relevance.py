@@ -54,8 +54,13 @@ list kept in step with the changed files' scores) for every file whose graph or 
 part moved. A projection's scores (:meth:`Relevance.snapshot`) are made only when read,
 from the levels and parts of its turn. The focus is the text of the
 newest node that sets one (:meth:`~dagctx.nodes.base.Node.focus_text`: the session's
-focus, a user message). Pure computation over nodes; must not import the session or
-anything that does I/O.
+focus, a user message), except that a user message replaces a focus in effect only when
+it names a file or directory of the layout (a term of a path: :meth:`Relevance.names`):
+the focus is sticky, so a message such as "what next?" or "continue" neither re-levels
+the files nor rewrites the workspace at the start of the prompt (which a provider's
+prompt cache would otherwise miss), while ``Session.focus(text)`` always takes effect.
+The nodes that set one are offered oldest first, so the focus is a function of the graph.
+Pure computation over nodes; must not import the session or anything that does I/O.
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ from heapq import nsmallest
 
 from dagctx._words import terms
 from dagctx.nodes.base import Node
+from dagctx.nodes.message import MessageNode
 from dagctx.nodes.text import TextNode
 from dagctx.outline.kinds import file_kind
 from dagctx.outline.references import GraphBuild, ReferenceGraph
@@ -379,7 +385,10 @@ class Relevance:
         "_graph",
         "_index",
         "_inherited",
+        "_layout",
         "_lexical",
+        "_named",
+        "_paths",
         "_pending",
         "_ranked",
         "_recent",
@@ -410,29 +419,57 @@ class Relevance:
         self._tiers: dict[str, int] = {}
         self._inherited = bytearray()  # per entry: 1 where the level is a child's
         self._carrier = -1  # seq of the node that set the focus in effect
+        # the words of the paths of the layout's files: term → files (names()), counted
+        # over _paths, and the layout to count them over when next asked (None: counted)
+        self._named: Counter[str] = Counter()
+        self._paths: set[str] = set()
+        self._layout: Layout | None = None
 
     # -- the focus ----------------------------------------------------------------------
 
     def offer_focus(self, node: Node) -> None:
-        """Take ``node``'s focus if it sets one and is at least as new as the node that
-        set the focus in effect (levels follow at the next :meth:`level_all` or
-        :meth:`refocus`)."""
+        """Take ``node``'s focus if it sets one, is at least as new as the node that set
+        the focus in effect and, for a user message while a focus is in effect, names a
+        file or directory of the layout (:meth:`names`); levels follow at the next
+        :meth:`level_all` or :meth:`refocus`."""
         text = node.focus_text()
         if text is None or node.seq < self._carrier:
+            return
+        if isinstance(node, MessageNode) and self.focus is not None and not self.names(text):
             return
         self._carrier = node.seq
         self.focus = text.strip() or None
 
     def find_focus(self, layout: Layout, hidden: Iterable[Node]) -> None:
-        """Take the focus of the newest node of ``layout`` (or ``hidden``) that sets one
-        (none: no focus)."""
-        self._carrier, self.focus = -1, None
+        """Take the focus of the nodes of ``layout`` (and ``hidden``) that set one, offered
+        oldest first (:meth:`offer_focus`; none: no focus)."""
+        self._carrier, self.focus, self._layout = -1, None, layout
         nodes, ref = layout.nodes, layout.ref
-        for i, node in enumerate(nodes):
-            if not ref[i]:
-                self.offer_focus(node)
-        for node in hidden:
+        carriers = [n for i, n in enumerate(nodes) if not ref[i] and n.focus_text() is not None]
+        carriers.extend(n for n in hidden if n.focus_text() is not None)
+        for node in sorted(carriers, key=lambda n: n.seq):
             self.offer_focus(node)
+
+    def names(self, text: str) -> bool:
+        """Whether ``text`` names a file or directory of the layout: one of its terms is
+        a term of a file's path (:func:`path_terms`: a file's name or stem, a
+        directory's; numbers alone name nothing). The words of the paths are counted
+        when first asked after :meth:`find_focus`, over the paths added and removed
+        since they were last counted."""
+        layout = self._layout
+        if layout is not None:
+            self._layout = None
+            nodes, ref = layout.nodes, layout.ref
+            paths = {n.path for i, n in enumerate(nodes) if not ref[i] and isinstance(n, TextNode)}
+            named, old = self._named, self._paths
+            for path, step in [*((p, 1) for p in paths - old), *((p, -1) for p in old - paths)]:
+                for term in path_terms(path):
+                    if not term.isdigit():
+                        named[term] += step
+                        if not named[term]:
+                            del named[term]
+            self._paths = paths
+        return any(term in self._named for term in terms(text))
 
     # -- levels -------------------------------------------------------------------------
 

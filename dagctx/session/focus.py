@@ -3,7 +3,10 @@
 The focus is a :class:`~dagctx.nodes.focus.FocusNode` (a root, one per session) that the
 projection ranks every node against (:mod:`dagctx.projection.relevance`). Like a
 background result it is applied at the next tick, as a change the changes section
-lists. A user message focuses the session as well; whichever came last counts.
+lists. A user message focuses the session as well, whichever came last counting, when no
+focus is in effect or when it names a file or directory of the workspace (a word of one of
+its paths): "what next?" leaves the task's focus, and the workspace ranked by it, as
+they were (:meth:`~dagctx.projection.relevance.Relevance.offer_focus`).
 """
 
 from __future__ import annotations
