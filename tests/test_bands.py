@@ -15,6 +15,7 @@ from dagctx import Session
 from dagctx.nodes.base import Trace
 from dagctx.nodes.message import MessageNode
 from dagctx.projection import Projection, SectionCache, build_projection
+from dagctx.projection.allocation import FILL_GRAINS
 from dagctx.projection.bands import (
     CHANGED,
     CONVERSATION,
@@ -27,6 +28,8 @@ from dagctx.projection.bands import (
     workspace_room,
 )
 from dagctx.projection.messages import breakpoints
+from dagctx.projection.projector import Projector
+from dagctx.watch.scan import scan_tree
 
 
 def write(root: Path, name: str, body: str) -> None:
@@ -285,6 +288,33 @@ class TestReservation:
             # the messages grow by about 15 tokens a turn: the reservation's step (125)
             # is crossed at most twice
             assert kept >= 10
+
+    def test_the_fill_takes_what_is_left_in_whole_grains(self, tmp_path: Path) -> None:
+        """A room that moves by less than a grain (as an edit of a later band's file shown
+        cut moves it, by a few tokens) changes the fill's decisions at most once: the cut
+        of a file of one-token lines would otherwise follow every token."""
+        write(tmp_path, "restore.txt", "restore\n" + "x\n" * 6000)
+        for i in range(10):
+            write(
+                tmp_path,
+                f"m{i}.py",
+                "".join(f"def h{i}_{j}(x):\n    return x\n" for j in range(15)),
+            )
+        for budget in (2000, 4000, 8000):
+            with Session(tmp_path, budget=budget) as s:
+                scan_tree(s, ".")
+                s.focus("restore")
+                s.tick()
+                projector = s.cache.projector
+                assert isinstance(projector, Projector)
+                alloc = projector._plans[budget].alloc
+                seen = set()
+                for more in range((budget - 200) // FILL_GRAINS):
+                    alloc.undo_turn()
+                    alloc.decide(budget - 200 + more, 50)
+                    cuts = sorted((i, cut[2]) for i, cut in alloc.cut.items())
+                    seen.add((bytes(alloc.cur), tuple(cuts)))
+                assert len(seen) <= 2
 
     @given(
         budget=st.integers(0, 200_000),

@@ -54,6 +54,11 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   children left out is left out too (its heading would say nothing the footer does not
   count; :meth:`Allocation._drop_bare_groups`), what is left deepens the least cuts
   (best file first), and long text nodes (most important first) are cut to the rest.
+  These last two take what is left in whole grains of 1/:data:`FILL_GRAINS` of the
+  workspace's room: a few tokens more or less (an edit of a file shown cut in a later
+  band moves the room by its growth) leave the cuts as they were rather than lengthening
+  one by a line, which would rewrite the workspace's text and the provider's cached
+  prompt after it.
 - **Cuts.** A cut is a ladder of steps, each showing more and measured exactly when
   tried: a text node with an outline has focused cuts
   (:meth:`~dagctx.nodes.text.TextNode.render_focused_cut`: the definitions matching the
@@ -127,6 +132,7 @@ NEXT_FILE_SCAN = 64  # slots searched from the degrade's stop for the file it de
 DEPTH_TOKENS = 1000
 DEPTH_EXTRA = 5  # ... when it fits in this percent of the room beyond the file's outline
 DEPTH_KEEP = 25  # ... and leaves this percent of the room to the outlines
+FILL_GRAINS = 256  # the fill takes what is left in whole 1/256ths of the workspace room
 LEAST_STEPS = 8  # steps of a focused cut searched for the first that shows a definition
 _NOT_CUTTABLE = -1
 # the stop of a plan whose order was laid out again (_carry): in no phase, so the next
@@ -1034,6 +1040,9 @@ class Allocation:
             self._cut_next(stop[1], avail - self.total)
         self._fill(avail, low)
         self._drop_bare_groups()
+        # the cuts below lengthen by what is left in whole grains, so a turn that moves
+        # it by a few tokens (an edit of a file shown cut) leaves them as they were
+        avail -= max(0, avail - self.total) % max(1, work // FILL_GRAINS)
         for i in self.least:  # the best files first: what is left deepens their cuts
             self._grow(i, avail - self.total)
         self._cut(avail)
