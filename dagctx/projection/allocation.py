@@ -107,7 +107,7 @@ from dagctx.projection._segtree import INF, MinTree, PrefixTree
 from dagctx.projection.assembly import most_that_fit
 from dagctx.projection.layout import Layout
 from dagctx.projection.order import DegradeOrder
-from dagctx.projection.relevance import unrelated
+from dagctx.projection.relevance import RELATED_BUCKET, TIERS, unrelated
 from dagctx.projection.sections import SectionCache, reference_section
 
 OMIT = 0  # NodeState.HIDDEN: the allocation's "left out"
@@ -135,6 +135,7 @@ DEPTH_KEEP = 25  # ... and leaves this percent of the room to the outlines
 FILL_GRAINS = 256  # the fill takes what is left in whole 1/256ths of the workspace room
 LEAST_STEPS = 8  # steps of a focused cut searched for the first that shows a definition
 _NOT_CUTTABLE = -1
+_RELATED_LEVEL = RELATED_BUCKET * TIERS  # the lowest level not unrelated to the focus
 # the stop of a plan whose order was laid out again (_carry): in no phase, so the next
 # move_to sets the state of every entry that differs from the new stop's
 _NO_STOP = (0, 0, 0)
@@ -707,14 +708,15 @@ class Allocation:
         accounted = self._account(list(changed))
         assert accounted is not None  # containers' floors checked above
         touched, _ = accounted
-        self._refloor(relevelled, touched)
+        refloored = self._refloor(relevelled, touched)
         old_slot = old.slot
         self.order = order = DegradeOrder(self.layout)
         self.slot, self.entry_at, self.cap = order.slot, order.entry_at, order.cap
         slot, cap = order.slot, order.cap
         source = [old_slot[i] if i >= 0 else -1 for i in order.entry_at]
         self.stop = _NO_STOP
-        self.a_tree = old.a_tree.moved(cap, source, {slot[i]: self._a_leaf(i) for i in touched})
+        leaves = {slot[i]: refloored.get(i) or self._a_leaf(i) for i in touched}
+        self.a_tree = old.a_tree.moved(cap, source, leaves)
         self.b_tree = None
         if old.b_tree is not None:  # an entry pass A covers has an empty leaf whatever it is
             owner = self.owner
@@ -727,33 +729,62 @@ class Allocation:
         self.c_tree = old.c_tree.moved(cap, source, {slot[i]: self._cut_key(i) for i in refresh})
         return True
 
-    def _refloor(self, relevelled: Iterable[int], touched: set[int]) -> None:
+    def _refloor(
+        self, relevelled: Iterable[int], touched: set[int]
+    ) -> dict[int, tuple[int, int, int]]:
         """Give the files of ``relevelled`` (their nodes unchanged, their levels moved)
-        that became related or unrelated to the focus their new floor, and their owners'
-        frontier sums the difference; each of them and those owners go in ``touched``."""
-        layout, kids, f1, sa, owner, va = (
-            self.layout,
-            self.kids,
-            self.f1,
-            self.sa,
-            self.owner,
-            self.va,
-        )
-        requested, ref, level = layout.requested, layout.ref, layout.level
+        that became related or unrelated to the focus their new floor (:meth:`_floor`:
+        a name, or left out), and their owners' frontier sums the difference; each of
+        them and those owners go in ``touched``. Returns the files' new pass A leaves
+        (:meth:`_a_leaf`, from the costs at hand)."""
+        leaves: dict[int, tuple[int, int, int]] = {}
+        if self.focus is None:
+            return leaves  # no file is left out for being unrelated
+        layout, kids, f1, sa, owner, va, cost = (
+            self.layout, self.kids, self.f1, self.sa, self.owner, self.va, self.cost,
+        )  # fmt: skip
+        requested, ref, level, nodes = layout.requested, layout.ref, layout.level, layout.nodes
+        counted = self.cache.counted
         for i in relevelled:
-            if kids[i] or ref[i] or (f1[i] == OMIT) == unrelated(level[i]):
+            f = f1[i]
+            if kids[i] or ref[i] or (f == OMIT) == (level[i] < _RELATED_LEVEL):  # unrelated
                 continue  # a container's floor does not follow the focus; nor did this one
-            # left out for being unrelated: the floor it had (its node did not change)
-            floor = COLLAPSED if f1[i] == OMIT else self._floor(i)
-            if floor == f1[i]:
-                continue
-            was, f1[i] = sa[i], floor
-            now = sa[i] = min(requested[i], floor)
+            if f == OMIT:
+                floor = COLLAPSED  # the floor it had (its node did not change)
+            elif f == COLLAPSED and getattr(nodes[i], "cuttable_lines", None) is not None:
+                floor = OMIT
+            else:
+                continue  # its min_state is above a name: never left out
+            r, k = requested[i], 5 * i
+            was, now = sa[i], min(r, floor)
+            f1[i], sa[i] = floor, now
             touched.add(i)
+            if r < COLLAPSED:
+                leaves[i] = (0, INF, 0)
+                continue
+            named = cost[k + COLLAPSED]  # c(i, COLLAPSED), inline
+            if named < 0:
+                named = self.c(i, COLLAPSED)
             o = owner[i]
-            if o >= 0:
-                va[o] += self.c(i, now) - self.c(i, was)
+            if o >= 0 and was != now:  # one of them is OMIT (no cost), the other a name
+                va[o] += named if now else -named
                 touched.add(o)
+            if r <= floor:
+                leaves[i] = (0, INF, 0)
+                continue
+            top = cost[k] if cost[k] >= 0 else self.c(i, r)  # _r
+            if floor == OMIT:
+                leaves[i] = (-top, -top, 1)
+                continue
+            low = named
+            for state in range(COLLAPSED + 1, r):
+                known = cost[k + state]
+                if known < 0:
+                    known = counted(nodes[i], state)
+                if known < low:
+                    low = known if known > 0 else 0
+            leaves[i] = (named - top, low - top, 0)
+        return leaves
 
     def moves_many(self, changed: Iterable[int]) -> bool:
         """Whether :meth:`apply_changes` of ``changed`` would give up for moving the keys of
@@ -936,7 +967,7 @@ class Allocation:
             self._deferred = set()
         phase, j, k = stop
         cur, sa, owner, requested = self.cur, self.sa, self.owner, self.layout.requested
-        vis = self.vis
+        vis, parent, shown_kids, bare = self.vis, self.layout.parent, self.shown_kids, self.bare
         try:
             for slot in range(lo, hi):
                 i = entry_at[slot]
@@ -953,8 +984,14 @@ class Allocation:
                     self.set_state(i, state)
                     continue
                 # set_state of a hidden entry, inline: most moved entries are hidden
-                if (cur[i] == OMIT) != (state == OMIT):
-                    self._count_shown(i, state != OMIT)
+                if (cur[i] == OMIT) != (state == OMIT):  # _count_shown, inline
+                    p = parent[i]
+                    if p >= 0:
+                        left = shown_kids[p] = shown_kids[p] + (1 if state != OMIT else -1)
+                        if left == 0:
+                            bare.add(p)
+                        else:
+                            bare.discard(p)
                 cur[i] = state
         finally:
             deferred, self._deferred = self._deferred, None

@@ -687,15 +687,18 @@ class Relevance:
             moved.update([nid for nid, value in after.items() if get(nid) != value])
             moved.update([nid for nid in before if nid not in after])
         lexical_of, graph_of, recent_of = lexical.get, graph.get, recent.get
+        context = graph.keys() | recent.keys()  # few: most files have a lexical part alone
         for nid in moved:
             i = first.get(nid)
             if i is None or i in todo:
                 continue
-            combined = (
-                lexical_of(nid, 0.0)
-                + GRAPH_WEIGHT * graph_of(nid, 0.0)
-                + RECENT_WEIGHT * recent_of(nid, 0.0)
-            )
+            combined = lexical_of(nid, 0.0)  # + 0.0 twice (no context part) is the same
+            if nid in context:  # the same sum as _own's, term by term
+                combined = (
+                    combined
+                    + GRAPH_WEIGHT * graph_of(nid, 0.0)
+                    + RECENT_WEIGHT * recent_of(nid, 0.0)
+                )
             if end[i] > i + 1:
                 todo[i] = -1
                 continue
