@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dagctx import NodeState, Session
 from dagctx.outline import Outline, outline
@@ -176,8 +178,10 @@ class TestFocusedCut:
         start = line_of(go, "// RestoreCheckpoint")
         whole = go[go.index("// RestoreCheckpoint") : go.index("// Colors")].rstrip()
         assert whole in text
-        render = line_of(go, "func Render(")
-        assert f"… lines {render}–{render + 27} elided: func Render(v int) int" in text
+        render = line_of(go, "func Render(")  # its doc comment is elided with it
+        doc = line_of(go, "// Render handles")
+        assert f"… lines {doc}–{render + 27} elided: func Render(v int) int" in text
+        assert "// Render handles" not in text and "// Colors handles" not in text
         assert f"… lines {start}" not in text
         assert 'fmt.Println("palette", 3)' not in text
 
@@ -218,6 +222,22 @@ class TestSteps:
         out, _, _ = cut.render(lines, ladder, 2)  # the outline layout begins
         assert out[0] == lines[0] and out[1] == f"… lines 2–{start - 1} elided"
 
+    @settings(max_examples=60, deadline=None)
+    @given(st.data())
+    def test_no_step_shows_the_whole_file(self, data: st.DataObject) -> None:
+        """Whatever matches (every unit included), each step shows less than the file: a
+        one-section markdown file whose heading matches is not "cut" to all its lines."""
+        text = data.draw(st.sampled_from([PY, "## Fish completions\n\nSee the guide.\n\n"]))
+        name = "x.py" if text == PY else "fish.md"
+        lines = text.split("\n")[:-1]
+        cut = partition(outline(name, text), lines)
+        assert cut is not None
+        scores = data.draw(st.lists(st.sampled_from([0.0, 1.0, 2.5]), min_size=len(cut.units),
+                                    max_size=len(cut.units)))  # fmt: skip
+        ladder = cut.ladder(lines, scores)
+        for step in range(ladder.steps):
+            assert cut.render(lines, ladder, step)[1] < len(lines), step
+
     def test_without_hits_the_least_cut_shows_the_first_line(self) -> None:
         lines = PY.split("\n")[:-1]
         cut = partition(outline("x.py", PY), lines)
@@ -225,6 +245,66 @@ class TestSteps:
         ladder = cut.ladder(lines, [0.0] * len(cut.units))
         out, kept, _ = cut.render(lines, ladder, 0)
         assert out == [lines[0], f"… lines 2–{len(lines)} elided"] and kept == 1
+
+
+class TestDocCommentsGoWithTheirDefinition:
+    """A comment block written right above a definition is part of the definition's unit:
+    shown in full with it, elided with it, never shown alone while its definition is a
+    marker."""
+
+    GO = (
+        'package store\n\nimport "fmt"\n\n'
+        "// Render draws the page.\n// It uses fmt.\nfunc Render(v int) int {\n"
+        + "".join(f"\tfmt.Println({i})\n" for i in range(6))
+        + "\treturn v\n}\n\n"
+        "/*\n Fish quotes the args\n of a completion.\n*/\nfunc Fish(v int) int {\n"
+        + "".join(f"\tfmt.Println({i})\n" for i in range(6))
+        + "\treturn v\n}\n"
+    )
+
+    def units(self, name: str, text: str) -> list[tuple[int, int, str]]:
+        lines = text.split("\n")[:-1]
+        cut = partition(outline(name, text), lines)
+        assert cut is not None
+        return [(u.start, u.end, u.kind) for u in cut.units]
+
+    def test_line_and_block_comments_join_the_unit(self) -> None:
+        go = self.GO
+        render_doc, fish_doc = line_of(go, "// Render draws") - 1, line_of(go, "/*") - 1
+        render_end = line_of(go, "func Fish") - 7  # the "}" closing Render
+        assert self.units("x.go", go) == [
+            (render_doc, render_end, "entry"),
+            (fish_doc, go.count("\n") - 1, "entry"),
+        ]
+
+    def test_a_marker_never_leaves_its_comment_behind(self) -> None:
+        lines = self.GO.split("\n")[:-1]
+        cut = partition(outline("x.go", self.GO), lines)
+        assert cut is not None
+        ladder = cut.ladder(lines, [1.0 if u.name == "Fish" else 0.0 for u in cut.units])
+        for step in range(ladder.steps):
+            out, _, names = cut.render(lines, ladder, step)
+            text = "\n".join(out)
+            assert ("// Render draws the page." in text) == ("func Render(v int) int {" in text)
+            if "Fish" in names:
+                assert "Fish quotes the args" in text and "func Fish(v int) int {" in text
+
+    def test_a_blank_line_or_code_ends_the_block(self) -> None:
+        c = (
+            "#include <stdio.h>\n#define N 3\nint main(void) {\n  int a = 1;\n  return a;\n}\n"
+            "// unrelated note\n\nint other(void) {\n  int b = 2;\n  return b;\n}\n"
+        )
+        assert self.units("x.c", c) == [(2, 5, "entry"), (8, 11, "entry")]
+
+    def test_python_comments_and_the_first_line(self) -> None:
+        py = "# tool.py: a module comment\ndef a():\n    x = 1\n    return x\n"
+        py += "\n# helper\ndef b():\n    y = 2\n    return y\n"
+        assert self.units("x.py", py) == [(1, 3, "entry"), (5, 8, "entry")]
+
+    def test_markdown_is_left_alone(self) -> None:
+        md = "# T\n\nIntro.\n* a bullet\n## Part\n" + "text\n" * 5
+        units = self.units("x.md", md)
+        assert (4, 9, "entry") in units
 
 
 class TestNoCutSaysLessThanTheOutline:

@@ -30,6 +30,23 @@ from dagctx.outline.model import Entry, Outline
 
 HEAD_LINES = 8  # a container's head up to this many lines is shown with its first line
 MIN_LINES = 3  # a shorter definition is shown, not marked (its marker would cost as much)
+_C_LIKE = ("//", "/*", "*")
+# what starts a line of a comment (or an annotation) written above a definition, by language
+_COMMENTS: dict[str, tuple[str, ...]] = {
+    "python": ("#",),
+    "ruby": ("#",),
+    "c": _C_LIKE,  # not "#": a preprocessor line is code
+    "cpp": _C_LIKE,
+    "go": _C_LIKE,
+    "javascript": (*_C_LIKE, "@"),
+    "jsx": (*_C_LIKE, "@"),
+    "typescript": (*_C_LIKE, "@"),
+    "tsx": (*_C_LIKE, "@"),
+    "java": (*_C_LIKE, "@"),
+    "csharp": (*_C_LIKE, "["),
+    "rust": (*_C_LIKE, "#["),
+    "php": (*_C_LIKE, "#"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +90,13 @@ class Cut:
     first: int
 
     def ladder(self, lines: Sequence[str], scores: Sequence[float]) -> Ladder:
-        """The steps for a score per unit. Units scoring above 0 come first, best first;
-        then the file's head; then the other lines between definitions (constants, a
-        container's docstring); then the remaining definitions; each group in source
-        order, ties too."""
+        """The steps for a score per unit. Units scoring above 0 come first, best first
+        (all but one at most: a step never shows the whole file); then the file's head;
+        then the other lines between definitions (constants, a container's docstring);
+        then the remaining definitions; each group in source order, ties too."""
         units = self.units
         hit = sorted((i for i in range(len(units)) if scores[i] > 0), key=lambda i: -scores[i])
+        del hit[len(units) - 1 :]  # every unit in full would be the whole file, not a cut
         chosen = set(hit)
         rest = [i for i in range(len(units)) if i not in chosen]
         rank = {"head": 0, "lines": 1, "entry": 2}
@@ -245,7 +263,8 @@ def partition(outline: Outline, lines: Sequence[str], first: int = 1) -> Cut | N
     for k, e in enumerate(entries):
         children.setdefault(e.parent, []).append(k)
     units: list[Unit] = []
-    _within(entries, children, None, 0, n - 1, lines, first, units)
+    comments = _COMMENTS.get(outline.language, ()) if outline.source == "tree-sitter" else ()
+    _within(entries, children, None, 0, n - 1, lines, first, units, comments)
     return Cut(tuple(units), n, first)
 
 
@@ -258,20 +277,26 @@ def _within(
     lines: Sequence[str],
     first: int,
     units: list[Unit],
+    comments: tuple[str, ...],
 ) -> None:
     """Add the units of lines ``lo``..``hi`` (0-based), the span of ``parent``'s
-    children (the whole file for None)."""
+    children (the whole file for None). A definition without children takes the comment
+    block written right above it (lines starting with one of ``comments``) into its unit,
+    so that its doc comment is shown or elided with it, never alone."""
     at = lo
     for k in children.get(parent, ()):
         e = entries[k]
         start, end = e.start - first, min(e.end - first, hi)
         if start < at or start > end:  # out of order or outside its parent: lines
             continue
-        _gap(at, start - 1, lines, units, head=parent is None and at == 0 and not units)
         inner = [c for c in children.get(k, ()) if at <= entries[c].start - first <= end]
+        top = start
+        if not inner:  # the file's first line stays out of every unit
+            top = _comment_top(lines, max(at, 1 if parent is None else at), start, comments)
+        _gap(at, top - 1, lines, units, head=parent is None and at == 0 and not units)
         if not inner:
-            if end - start + 1 >= MIN_LINES:
-                units.append(Unit(start, end, "entry", e.name, _label(e)))
+            if end - top + 1 >= MIN_LINES:
+                units.append(Unit(top, end, "entry", e.name, _label(e)))
         else:
             body = entries[inner[0]].start - first
             if body - start > HEAD_LINES:  # a long head: to its signature, then a unit
@@ -279,9 +304,34 @@ def _within(
                 units.append(
                     Unit(_signature_line(e, lines, start) + 1, body - 1, "lines", label=doc)
                 )
-            _within(entries, children, k, body, end, lines, first, units)
+            _within(entries, children, k, body, end, lines, first, units, comments)
         at = end + 1
     _gap(at, hi, lines, units, head=parent is None and at == 0)
+
+
+def _comment_top(lines: Sequence[str], lo: int, start: int, comments: tuple[str, ...]) -> int:
+    """The first line of the comment block right above line ``start`` (no blank line
+    between, none before ``lo``): lines starting with one of ``comments``, and a block
+    comment's inner lines between its ``/*`` and ``*/``; ``start`` when there is none."""
+    top = start
+    if not comments:
+        return top
+    at = start - 1
+    while at >= lo:
+        text = lines[at].strip()
+        if text.endswith("*/") and "/*" not in text:  # the end of a block comment
+            opening = at - 1
+            while opening >= lo and "/*" not in lines[opening]:
+                opening -= 1
+            if opening < lo or not all(lines[i].strip() for i in range(opening, at)):
+                break
+            top = at = opening
+        elif text and text.startswith(comments):
+            top = at
+        else:
+            break
+        at -= 1
+    return top
 
 
 def _gap(lo: int, hi: int, lines: Sequence[str], units: list[Unit], *, head: bool) -> None:
