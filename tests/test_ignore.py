@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from dagctx.nodes.text import TextNode
 from dagctx.session import Session
+from dagctx.watch import ignore as ignore_module
 from dagctx.watch.ignore import TreeFilter
 from dagctx.watch.patterns import compile_line
 from dagctx.watch.scan import scan_tree
@@ -346,3 +347,26 @@ class TestPlainDirectories:
         walked = {rel for rel, is_dir in TreeFilter(tmp_path).walk(tmp_path) if not is_dir}
         assert walked == {"a/keep.py", "a/skip.log", "b/.gitignore", "b/keep.py"}
         assert asked and all(rel.startswith("b/") for rel in asked)
+
+    def test_a_walk_opens_only_the_ignore_files_its_listings_hold(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        for directory in ("a", "a/deep", "b"):
+            (tmp_path / directory).mkdir()
+            (tmp_path / directory / "keep.py").write_text("x\n")
+            (tmp_path / directory / "skip.log").write_text("x\n")
+        (tmp_path / "b" / ".gitignore").write_text("*.log\n")
+        read: list[str] = []
+        original = ignore_module.read_patterns
+
+        def counting(path: Path) -> object:
+            read.append(path.relative_to(tmp_path).as_posix())
+            return original(path)
+
+        monkeypatch.setattr(ignore_module, "read_patterns", counting)
+        walked = {rel for rel, is_dir in TreeFilter(tmp_path).walk(tmp_path) if not is_dir}
+        assert walked == {"a/keep.py", "a/skip.log", "a/deep/keep.py", "a/deep/skip.log"} | {
+            "b/.gitignore",
+            "b/keep.py",
+        }
+        assert read == ["b/.gitignore"]  # not one failed open per directory

@@ -35,6 +35,7 @@ Imports nothing from dagctx but :mod:`dagctx.watch.patterns`.
 from __future__ import annotations
 
 import enum
+import operator
 import os
 import subprocess
 from collections.abc import Iterable, Iterator
@@ -268,12 +269,13 @@ class TreeFilter:
             self._states.clear()
         return changed
 
-    def _chain(self, rel_dir: str) -> tuple[_IgnoreFile, ...]:
-        """The ignore files in force in a directory, shallowest first."""
+    def _chain(self, rel_dir: str, read: bool = True) -> tuple[_IgnoreFile, ...]:
+        """The ignore files in force in a directory, shallowest first. ``read`` False:
+        the caller listed the directory and it holds no ``.gitignore`` (none is read)."""
         chain = self._chains.get(rel_dir)
         if chain is None:
             base = self._above if not rel_dir else self._chain(_parent(rel_dir))
-            own = read_patterns(self.root / rel_dir / ".gitignore")
+            own = read_patterns(self.root / rel_dir / ".gitignore") if read else ()
             if own:
                 strip = len(rel_dir) + 1 if rel_dir else 0
                 chain = (*base, _IgnoreFile(own, strip, ""))
@@ -312,7 +314,7 @@ class TreeFilter:
                     parent is _Dir.PRUNED
                     or name in ALWAYS_SKIPPED
                     or self.exclude.selects(rel, True)
-                    or _has_venv_marker(self.root / rel)
+                    or _has_venv_marker(self._root_prefix + rel)
                 ):
                     state = _Dir.PRUNED
                 elif parent is _Dir.OPEN and not self.ignored(rel, True):
@@ -407,40 +409,44 @@ class TreeFilter:
         while stack:
             directory, rel_dir = stack.pop()
             try:
-                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+                entries = sorted(os.scandir(directory), key=_entry_name)
             except FileNotFoundError:
                 continue  # gone meanwhile: the watcher's events say so
             except OSError as exc:
                 self.unreadable[rel_dir] = exc.strerror or str(exc)
                 continue
             self.unreadable.pop(rel_dir, None)
+            if rel_dir not in self._chains and not any(e.name == ".gitignore" for e in entries):
+                self._chain(rel_dir, read=False)  # no ignore file to try to open
             subdirs = []
             state = self._state(rel_dir)
             plain = self._plain(state, rel_dir)
             for entry in entries:
                 name = entry.name
                 rel = f"{rel_dir}/{name}" if rel_dir else name
-                if entry.is_symlink():
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    if self.keeps_dir(rel):
-                        subdirs.append((entry.path, rel))
-                elif entry.is_file(follow_symlinks=False) and (
-                    name not in ALWAYS_SKIPPED
-                    if plain
-                    else self._keeps_file_in(state, rel_dir, rel, name)
-                ):
-                    yield rel, False
+                # Neither test follows a symlink, so a symlink is neither (and skipped).
+                if entry.is_file(follow_symlinks=False):
+                    if (
+                        name not in ALWAYS_SKIPPED
+                        if plain
+                        else self._keeps_file_in(state, rel_dir, rel, name)
+                    ):
+                        yield rel, False
+                elif entry.is_dir(follow_symlinks=False) and self.keeps_dir(rel):
+                    subdirs.append((entry.path, rel))
             stack.extend(reversed(subdirs))
             for _path, rel in subdirs:
                 yield rel, True
 
 
-def _has_venv_marker(directory: Path) -> bool:
+_entry_name = operator.attrgetter("name")
+
+
+def _has_venv_marker(directory: str) -> bool:
     """Whether ``directory`` holds ``pyvenv.cfg`` (a directory that cannot be searched
     holds none that counts: the walk cannot list it either)."""
     try:
-        os.stat(directory / "pyvenv.cfg")
+        os.stat(os.path.join(directory, "pyvenv.cfg"))
     except OSError:
         return False
     return True

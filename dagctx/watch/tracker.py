@@ -324,15 +324,19 @@ class TreeTracker:
         if self.filter.include:  # as the scan: no group for a directory without files
             new_dirs &= {d for f in files for d in _ancestors(f, "")}
         plan.new_dirs.update(new_dirs)
-        for rel in files:
-            if rel not in self.files:
+        tracked, text_nodes, touched = self.files, self.session.text_nodes, plan.touched
+        for rel in files:  # every file of the tree at a resume: one lstat each, no generator
+            if rel not in tracked:
                 self._add_candidate(rel, plan)
-            elif any(node.changed_on_disk() for node in self.session.text_nodes(rel)):
-                plan.touched.add(rel)
-        for rel in [r for r in self.files if _under(r, rel_dir) and r not in files]:
+                continue
+            for node in text_nodes(rel):
+                if node.changed_on_disk():
+                    touched.add(rel)
+                    break
+        for rel in [r for r in self.files.keys() - files if _under(r, rel_dir)]:
             on_disk = (self.session.root / rel).is_file()
             (plan.dropped if on_disk else plan.deleted).add(rel)
-        for rel in [d for d in self.dirs if _under(d, rel_dir) and d not in dirs]:
+        for rel in [d for d in self.dirs.keys() - dirs if _under(d, rel_dir)]:
             if rel != self.top:
                 on_disk = (self.session.root / rel).is_dir()
                 (plan.dropped_dirs if on_disk else plan.gone_dirs).add(rel)
