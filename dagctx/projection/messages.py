@@ -8,15 +8,26 @@ conversation that anyone may have written, so it always travels as user content.
 - ``"anthropic"``: keyword arguments for ``client.messages.create``: ``system`` (the
   instructions, one text block) and ``messages`` (one user message whose text blocks are
   the projection split at its block ends: each band's end and each conversation
-  section's end). Up to :data:`BREAKPOINTS` blocks carry ``cache_control``: the last
-  block, and the last ``BREAKPOINTS - 1`` blocks before it that end a band (with five
-  bands, the ends of the settled conversation, the changed files and the recent
-  conversation; the workspace's end only when fewer bands are shown), so the next turn
-  reads every band that did not change from the cache. Anthropic reads a cached prefix
-  ending at any block boundary up to about 20 blocks before a breakpoint; since every
-  message is a block of its own, the conversation of the last turn is such a prefix
-  when messages were only appended, and is read rather than written again, and so is
-  the settled band of the last turn when it grew by a chunk.
+  section's end; and the first band, the workspace, at the first line end after each
+  multiple of ``budget //`` :data:`SPLIT_SHARE` characters (:func:`splits`), so it is a
+  handful of blocks, at most about 16 at any budget, whose boundaries each depend only
+  on the text before them). Up to :data:`BREAKPOINTS` blocks carry ``cache_control``
+  (:func:`breakpoints`): the last block, and the last ``BREAKPOINTS - 1`` blocks before
+  it that end a band (with five bands, the ends of the settled conversation, the changed
+  files and the recent conversation), so the next turn reads every band that did not
+  change from the cache. Anthropic reads a cached prefix ending at any block boundary up
+  to about 20 blocks before a breakpoint, but only one that an earlier request wrote,
+  and it writes only at breakpoints; since every message is a block of its own, the
+  conversation of the last turn is such a prefix when messages were only appended, and
+  is read rather than written again, and so is the settled band of the last turn when
+  it grew by a chunk. When the workspace is split, the changed files' end (the middle of
+  three band ends; the recent conversation after it only grows, so the next
+  breakpoint's look back finds that prefix anyway) gives its breakpoint to one of the
+  workspace's blocks, in rotation over the workspace's block ends by the request's
+  block count: over a few turns the prefixes ending at most of them are written, so a
+  turn that rewrites the workspace from its middle (a file's first edit, the room
+  stepping as the conversation grows) reads the blocks before the change instead of
+  writing the whole prompt again.
 - ``"openai"``: keyword arguments for ``client.chat.completions.create``: ``messages``
   (the instructions as the system message, the projection as one user message) and
   ``prompt_cache_key`` (the session's, routing its requests to the same cache).
@@ -50,6 +61,7 @@ CONTEXT_INSTRUCTIONS = (
 Provider = Literal["anthropic", "openai", "openai-responses"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "openai-responses")
 BREAKPOINTS = 4  # Anthropic accepts at most four cache_control breakpoints per request
+SPLIT_SHARE = 4  # the workspace splits into blocks of about budget // SPLIT_SHARE characters
 
 
 def blocks(text: str, ends: Sequence[int]) -> list[str]:
@@ -71,29 +83,64 @@ def blocks(text: str, ends: Sequence[int]) -> list[str]:
     return pieces
 
 
-def breakpoints(count: int, closing: Sequence[int] | None = None) -> set[int]:
+def splits(text: str, end: int, size: int) -> list[int]:
+    """Offsets inside ``text[:end]`` where the Anthropic format splits the first band: just
+    after the first line end at or after each multiple of ``size`` characters (none when
+    ``size`` is not positive). Each offset depends only on the text before it, so a change
+    later in the band leaves the blocks before it as they were."""
+    out: list[int] = []
+    if size <= 0:
+        return out
+    k, last = 1, 0
+    while k * size < end:
+        line_end = text.find("\n", max(k * size, last), end)
+        if line_end < 0 or line_end + 1 >= end:
+            break
+        last = line_end + 1
+        out.append(last)
+        k = last // size + 1
+    return out
+
+
+def breakpoints(
+    count: int, closing: Sequence[int] | None = None, workspace: Sequence[int] = ()
+) -> set[int]:
     """Indices of the blocks (of ``count``) that get a ``cache_control`` breakpoint: the
     last ``BREAKPOINTS - 1`` of the blocks before the last that end a band (the indices
-    ``closing``, ascending; every block when None), and the last."""
+    ``closing``, ascending; every block when None), and the last. With ``workspace`` (the
+    indices of the blocks the first band is split into, its end included, ascending; more
+    than one), the middle of three band ends gives its breakpoint to the workspace's
+    block ``count % len(workspace)``."""
     if count <= 0:
         return set()
     ending = range(count) if closing is None else closing
     inner = [k for k in ending if k < count - 1]
-    return {*inner[max(0, len(inner) - (BREAKPOINTS - 1)) :], count - 1}
+    chosen = inner[max(0, len(inner) - (BREAKPOINTS - 1)) :]
+    if len(workspace) < 2:
+        return {*chosen, count - 1}
+    if len(chosen) == BREAKPOINTS - 1:
+        del chosen[1]
+    return {*chosen, workspace[count % len(workspace)], count - 1}
 
 
 def anthropic_request(
-    text: str, band_ends: Sequence[int], block_ends: Sequence[int]
+    text: str, band_ends: Sequence[int], block_ends: Sequence[int], budget: int = 0
 ) -> dict[str, Any]:
     """``system`` and ``messages`` for Anthropic's Messages API (see the module docstring).
-    ``block_ends`` holds every offset of ``band_ends``."""
-    parts = blocks(text, block_ends)
-    bands, offset, closing = set(band_ends), 0, []
+    ``block_ends`` holds every offset of ``band_ends``; ``budget`` sizes the workspace's
+    blocks (unsplit when 0)."""
+    first = band_ends[0] if band_ends else 0
+    inner = splits(text, first, budget // SPLIT_SHARE)
+    parts = blocks(text, sorted({*block_ends, *inner}))
+    bands, split, offset = set(band_ends), {*inner, first}, 0
+    closing, workspace = [], []
     for k, piece in enumerate(parts):
         offset += len(piece)
         if offset in bands:
             closing.append(k)
-    marked = breakpoints(len(parts), closing)
+        if inner and offset in split:
+            workspace.append(k)
+    marked = breakpoints(len(parts), closing, workspace)
     content: list[dict[str, Any]] = []
     for k, piece in enumerate(parts):
         block: dict[str, Any] = {"type": "text", "text": piece}
@@ -120,16 +167,22 @@ def openai_responses_request(text: str, band_ends: Sequence[int], cache_key: str
 
 
 def request(
-    provider: str, text: str, band_ends: Sequence[int], block_ends: Sequence[int], cache_key: str
+    provider: str,
+    text: str,
+    band_ends: Sequence[int],
+    block_ends: Sequence[int],
+    cache_key: str,
+    budget: int = 0,
 ) -> dict[str, Any]:
     """The keyword arguments of ``provider``'s request for a projection's ``text`` (its
-    :attr:`~dagctx.projection.result.Projection.band_ends` and ``block_ends``).
+    :attr:`~dagctx.projection.result.Projection.band_ends`, ``block_ends`` and
+    ``budget``).
 
     Raises:
         ArgumentError: ``provider`` is not one of :data:`PROVIDERS`.
     """
     if provider == "anthropic":
-        return anthropic_request(text, band_ends, block_ends)
+        return anthropic_request(text, band_ends, block_ends, budget)
     if provider == "openai":
         return openai_chat_request(text, cache_key)
     if provider == "openai-responses":

@@ -65,7 +65,8 @@ class Projection:
             (:mod:`dagctx.projection.bands`).
         block_ends: offsets where :meth:`to_messages` splits ``text`` into content
             blocks: the band ends and the end of each conversation section (the band
-            ends when not given).
+            ends when not given); the Anthropic format also splits the workspace
+            (:func:`~dagctx.projection.messages.splits`).
         labels: node id → label, for every node the projection accounts for.
         scores: node id → relevance :class:`~dagctx.projection.relevance.Score` (what
             decided who degrades first, after priority).
@@ -249,14 +250,17 @@ class Projection:
         With ``provider`` (``"anthropic"``, ``"openai"`` or ``"openai-responses"``): the
         keyword arguments of that provider's create call (all but ``model`` and the output
         limit), with cache hints: Anthropic content blocks split at :attr:`block_ends`
-        with ``cache_control`` breakpoints at the band ends (:attr:`band_ends`), OpenAI's
+        and inside the workspace, with ``cache_control`` breakpoints at the band ends
+        (:attr:`band_ends`) and, in rotation, at one of the workspace's blocks, OpenAI's
         ``prompt_cache_key`` (:attr:`cache_key`); see :mod:`dagctx.projection.messages`.
 
         Raises:
             ArgumentError: ``provider`` is not one of those.
         """
         if provider is not None:
-            return request(provider, self.text, self.band_ends, self.block_ends, self.cache_key)
+            return request(
+                provider, self.text, self.band_ends, self.block_ends, self.cache_key, self.budget
+            )
         if not self.text:
             return []
         return [
