@@ -179,7 +179,7 @@ class TestTurnCost:
         """When no whole file is among the last slots (directories fill them), entries
         moving one slot on do not make the allocation search those slots again: only the
         one that came in from below is looked at; the answer is a fresh search's."""
-        monkeypatch.setattr(allocation, "TOP_FILE_SCAN", 16)
+        monkeypatch.setattr(allocation, "TOP_FILE_SCAN", 8)  # entries: the 9 groups are last
         for d in range(8):
             (tmp_path / f"d{d}").mkdir()
             for i in range(10):
@@ -206,7 +206,7 @@ class TestTurnCost:
                 s.file_changed(rel)
                 r = s.tick()
                 alloc = projector._plans[1500].alloc  # type: ignore[attr-defined]
-                assert alloc.top == -1  # directories fill the last 16 slots
+                assert alloc.top == -1  # directories fill the last 8 entries' slots
                 same(r.projection, fresh(s, 1500, r.changes))
             assert searches <= 4  # after the slots were laid out again, not every turn
 

@@ -25,7 +25,7 @@ from dagctx._words import stem, terms, tokenize
 from dagctx.cli import main
 from dagctx.nodes.focus import FocusNode
 from dagctx.nodes.text import TextNode
-from dagctx.projection import Projection, SectionCache, build_projection
+from dagctx.projection import Projection, SectionCache, allocation, build_projection
 from dagctx.projection.projector import Projector
 from dagctx.projection.relevance import (
     CHANGELOG_WEIGHT,
@@ -541,31 +541,28 @@ class TestBreadthBeforeDepth:
         # Four long files each hold the function the focus asks for; thirty short ones
         # match it weakly. Outlines of the short ones used to take the room the long ones'
         # cuts needed, leaving two of the four functions unseen.
-        root = tmp_path / "repo"  # a fixed name: the tree's heading costs the same
-        (root / "pkg").mkdir(parents=True)
-        names = ("store", "loader", "archive", "journal")
-        for name in names:
-            (root / "pkg" / f"{name}.py").write_text(
-                filler(f"{name}_io", 60)
-                + f"def restore_{name}_checkpoint(name):\n"
-                + "".join(f"    name = name + {i}  # restore checkpoint\n" for i in range(6))
-                + "    return name\n"
-                + filler(f"{name}_fmt", 120)
-            )
-        for k in range(30):
-            (root / "pkg" / f"part{k}.py").write_text(
-                f"def checkpoint_part{k}(x):\n    return x\n" + filler(f"part{k}", 40)
-            )
+        root = _four_long_files_to_restore(tmp_path)
         for budget in (3500, 4000):
-            p = render(root, budget, "restore a checkpoint")
-            shown = {p.labels[x.node_id]: x for x in p.sections}
-            for name in names:
-                cut = shown[f"pkg/{name}.py"]
-                assert cut.rendered_state >= NodeState.DETAILS and cut.cut_lines, p.explain()
-            assert p.text.count("name = name + 3  # restore checkpoint") == 4, p.explain()
-            outlines = [x for x in p.sections if x.rendered_state == NodeState.SUMMARY]
-            assert len(outlines) >= 12, p.explain()  # the next files still get outlines
-            assert p.tokens <= budget
+            _assert_the_four_are_cut(render(root, budget, "restore a checkpoint"), budget)
+
+    def test_the_top_files_are_the_last_entries_of_the_order_not_its_last_slots(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # The degrade order's slots run up to a power of two: above its last entry lie
+        # empty slots, more of them than TOP_FILE_SCAN here (as at 100k files with the
+        # real 4,096). Counted in slots, the search for the best files found none and
+        # the four long files were left outlines.
+        monkeypatch.setattr(allocation, "TOP_FILE_SCAN", 8)
+        root = _four_long_files_to_restore(tmp_path)
+        with Session(root, budget=3500) as s:
+            scan_tree(s, ".")
+            s.focus("restore a checkpoint")
+            p = s.tick().projection
+            assert s.cache.projector is not None
+            alloc = s.cache.projector._plans[3500].alloc  # type: ignore[attr-defined]
+        last = max(slot for slot, i in enumerate(alloc.entry_at) if i >= 0)
+        assert alloc.cap - 1 - last > 8  # empty slots above the last entry
+        _assert_the_four_are_cut(p, 3500)
 
     def test_a_directory_whose_files_are_all_left_out_is_left_out_too(self, tmp_path: Path) -> None:
         # other/ and other/deep/ hold only files unrelated to the focus: all left out, so
@@ -633,6 +630,42 @@ class TestBreadthBeforeDepth:
                     x = shown.get(f.id)
                     if rank[f.id] < rank[better] and x is not None and not x.cut_lines:
                         assert x.rendered_state <= NodeState.COLLAPSED, p.explain()
+
+
+def _four_long_files_to_restore(tmp_path: Path) -> Path:
+    """pkg/ with four long files each holding the function "restore a checkpoint" asks for
+    and thirty short ones matching it weakly."""
+    root = tmp_path / "repo"  # a fixed name: the tree's heading costs the same
+    (root / "pkg").mkdir(parents=True)
+    for name in _FOUR:
+        (root / "pkg" / f"{name}.py").write_text(
+            filler(f"{name}_io", 60)
+            + f"def restore_{name}_checkpoint(name):\n"
+            + "".join(f"    name = name + {i}  # restore checkpoint\n" for i in range(6))
+            + "    return name\n"
+            + filler(f"{name}_fmt", 120)
+        )
+    for k in range(30):
+        (root / "pkg" / f"part{k}.py").write_text(
+            f"def checkpoint_part{k}(x):\n    return x\n" + filler(f"part{k}", 40)
+        )
+    return root
+
+
+_FOUR = ("store", "loader", "archive", "journal")
+
+
+def _assert_the_four_are_cut(p: Projection, budget: int) -> None:
+    """Each of the four long files is a focused cut showing its function, and at least
+    twelve of the next files are outlines."""
+    shown = {p.labels[x.node_id]: x for x in p.sections}
+    for name in _FOUR:
+        cut = shown[f"pkg/{name}.py"]
+        assert cut.rendered_state >= NodeState.DETAILS and cut.cut_lines, p.explain()
+    assert p.text.count("name = name + 3  # restore checkpoint") == 4, p.explain()
+    outlines = [x for x in p.sections if x.rendered_state == NodeState.SUMMARY]
+    assert len(outlines) >= 12, p.explain()  # the next files still get outlines
+    assert p.tokens <= budget
 
 
 class TestCli:

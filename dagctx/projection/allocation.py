@@ -118,7 +118,7 @@ WHOLE_SHARE = 30  # a file is kept whole when it needs at most this percent of t
 TOP_CUT_SHARE = 25  # else a focused cut of it gets up to this percent, before the fill
 LOW_CHARS = 256  # a section this long is counted only when it may be shown
 MAX_OUTLINES = 32  # nodes the outline round raises per projection
-TOP_FILE_SCAN = 4096  # slots searched from the top for the most important file
+TOP_FILE_SCAN = 4096  # entries searched from the top for the most important file
 # a turn whose changes move the keys of more entries than this, and of more than an eighth
 # of all, builds the plan again from the kept one (Allocation._carry): laying the order
 # out again costs less than that many moves in it
@@ -165,6 +165,7 @@ class Allocation:
         "cut",
         "dirty",
         "dropped",
+        "edge",
         "entry_at",
         "f1",
         "f_tree",
@@ -396,6 +397,7 @@ class Allocation:
         """(Re)build the search trees over the order's slots."""
         order = self.order
         self.slot, self.entry_at, self.cap = order.slot, order.entry_at, order.cap
+        self.edge = order.top_edge(TOP_FILE_SCAN)
         cap = self.cap
         self.top = None
         self.a_tree = PrefixTree(cap)
@@ -712,6 +714,7 @@ class Allocation:
         old_slot = old.slot
         self.order = order = DegradeOrder(self.layout)
         self.slot, self.entry_at, self.cap = order.slot, order.entry_at, order.cap
+        self.edge = order.top_edge(TOP_FILE_SCAN)
         slot, cap = order.slot, order.cap
         source = [old_slot[i] if i >= 0 else -1 for i in order.entry_at]
         self.stop = _NO_STOP
@@ -821,7 +824,7 @@ class Allocation:
             self.top = None
             return
         slot = self.slot
-        best = slot[top] if top >= 0 else self.cap - 1 - TOP_FILE_SCAN
+        best = slot[top] if top >= 0 else self.edge - 1
         for i in changed:
             if slot[i] > best and self._whole_file(i):
                 best, top = slot[i], i
@@ -854,7 +857,7 @@ class Allocation:
         lo, hi = placed
         if hi - lo > 1:  # the entries of lo..hi - 2 moved one slot on
             if self.top == -1:  # none in the scanned slots: only one can have come in
-                edge = self.cap - TOP_FILE_SCAN
+                edge = self.edge
                 if lo < edge < hi and self._whole_file(self.entry_at[edge]):
                     self.top = self.entry_at[edge]
             phase, j, k = self.stop
@@ -1135,7 +1138,7 @@ class Allocation:
         found = stop
         for _ in range(4):  # a lower stop can keep more files whole: look again
             new = False
-            lowest = max(found[1], self.cap - 1 - TOP_FILE_SCAN)
+            lowest = max(found[1], self.edge - 1)
             for slot in range(self.cap - 1, lowest, -1):
                 i = entry_at[slot]
                 if i < 0 or i in cuts or not self._whole_file(i):
@@ -1174,7 +1177,7 @@ class Allocation:
         entry_at, requested, cur, vis = self.entry_at, self.layout.requested, self.cur, self.vis
         files, extra = max(1, work // DEPTH_TOKENS), work * DEPTH_EXTRA // 100
         limit = avail - work * DEPTH_KEEP // 100
-        for s in range(self.cap - 1, max(-1, self.cap - 1 - TOP_FILE_SCAN), -1):
+        for s in range(self.cap - 1, self.edge - 1, -1):
             i = entry_at[s]
             if i < 0 or not vis[i] or not self._whole_file(i) or cur[i] >= requested[i]:
                 continue
@@ -1302,12 +1305,13 @@ class Allocation:
 
     def _top_file_slot(self) -> int:
         """The slot of the most important text node that can be shown in full (looked
-        for among the last :data:`TOP_FILE_SCAN` slots; -1: none there). Searched when
-        the slots are laid out, then kept up to date by :meth:`_follow_top`."""
+        for among the slots from :attr:`edge` up, which held the last
+        :data:`TOP_FILE_SCAN` entries of the order when it was laid out; -1: none there).
+        Searched when the slots are laid out, then kept up to date by :meth:`_follow_top`."""
         if self.top is None:
             entry_at = self.entry_at
             self.top = -1
-            for slot in range(self.cap - 1, max(-1, self.cap - 1 - TOP_FILE_SCAN), -1):
+            for slot in range(self.cap - 1, self.edge - 1, -1):
                 i = entry_at[slot]
                 if i >= 0 and self._whole_file(i):
                     self.top = i

@@ -100,6 +100,18 @@ class DegradeOrder:
         """The entries in order."""
         return [i for i in self.entry_at if i >= 0]
 
+    def top_edge(self, count: int) -> int:
+        """The lowest slot of the last ``count`` entries in the order (0 when there are
+        no more): the slots above the last block (padding up to a power of two) and the
+        holes and gaps among those entries are not counted."""
+        entry_at = self.entry_at
+        s = max(self._end.values(), default=0)
+        while count > 0 and s > 0:
+            s -= 1
+            if entry_at[s] >= 0:
+                count -= 1
+        return s
+
     def _place(self, blocks: list[tuple[int, list[int]]]) -> None:
         """Give each block's entries consecutive slots, with a gap after them."""
         # many blocks (one per priority and level) share the room of the gaps
