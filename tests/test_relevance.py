@@ -188,6 +188,23 @@ class TestFocusVerb:
             s.tick()
             assert s.cache.projector.relevance.focus == "network"
 
+    def test_a_word_that_steers_the_conversation_names_no_file(self, repo: Path) -> None:
+        (repo / "docs").mkdir()
+        (repo / "docs" / "next.rst").write_text("Next steps\n==========\n\nRead on.\n")
+        with Session(repo, budget=4000) as s:
+            scan_tree(s, ".")
+            s.topic("task")
+            s.focus("how are checkpoints restored")
+            before = s.tick().projection
+            for vague in ("ok, what next?", "thanks, go ahead", "yes, continue"):
+                s.message("user", vague)
+                p = s.tick().projection
+                assert s.cache.projector.relevance.focus == "how are checkpoints restored"
+                assert p.text[: p.band_ends[0]] == before.text[: before.band_ends[0]]
+            s.message("user", "fix the heading of next.rst")  # its extension names it
+            s.tick()
+            assert s.cache.projector.relevance.focus == "fix the heading of next.rst"
+
     def test_a_message_names_a_file_added_since(self, repo: Path) -> None:
         with Session(repo, budget=4000) as s:
             scan_tree(s, ".")

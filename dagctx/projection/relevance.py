@@ -55,8 +55,9 @@ part moved. A projection's scores (:meth:`Relevance.snapshot`) are made only whe
 from the levels and parts of its turn. The focus is the text of the
 newest node that sets one (:meth:`~dagctx.nodes.base.Node.focus_text`: the session's
 focus, a user message), except that a user message replaces a focus in effect only when
-it names a file or directory of the layout (a term of a path: :meth:`Relevance.names`):
-the focus is sticky, so a message such as "what next?" or "continue" neither re-levels
+it names a file or directory of the layout (a term of a path that is not one of the
+words that steer a conversation, :data:`CHAT_TERMS`: :meth:`Relevance.names`): the focus
+is sticky, so a message such as "what next?" or "continue" neither re-levels
 the files nor rewrites the workspace at the start of the prompt (which a provider's
 prompt cache would otherwise miss), while ``Session.focus(text)`` always takes effect.
 The nodes that set one are offered oldest first, so the focus is a function of the graph.
@@ -179,6 +180,19 @@ def match_weight(path: str) -> float:
     if _CHANGELOG.search(path):
         return CHANGELOG_WEIGHT
     return KIND_WEIGHT[file_kind(path)]
+
+
+#: The terms of words that steer a conversation rather than name what it is about ("ok,
+#: what next?", "thanks, go ahead", "yes, continue"): in a user message they name no file,
+#: even one whose path has them (flask's docs/tutorial/next.rst), so such a message
+#: leaves the focus in effect (:meth:`Relevance.names`). The message's other words still
+#: count: "fix next.rst" names that file by its extension.
+CHAT_TERMS = frozenset(
+    terms(
+        "ok okay next continue go ahead proceed carry on keep going thanks thank you yes no"
+        " sure fine good great nice done now then again please let us"
+    )
+)
 
 
 def path_terms(path: str) -> frozenset[str]:
@@ -451,11 +465,11 @@ class Relevance:
             self.offer_focus(node)
 
     def names(self, text: str) -> bool:
-        """Whether ``text`` names a file or directory of the layout: one of its terms is
-        a term of a file's path (:func:`path_terms`: a file's name or stem, a
-        directory's; numbers alone name nothing). The words of the paths are counted
-        when first asked after :meth:`find_focus`, over the paths added and removed
-        since they were last counted."""
+        """Whether ``text`` names a file or directory of the layout: one of its terms,
+        other than :data:`CHAT_TERMS`, is a term of a file's path (:func:`path_terms`: a
+        file's name or stem, a directory's; numbers alone name nothing). The words of
+        the paths are counted when first asked after :meth:`find_focus`, over the paths
+        added and removed since they were last counted."""
         layout = self._layout
         if layout is not None:
             self._layout = None
@@ -469,7 +483,7 @@ class Relevance:
                         if not named[term]:
                             del named[term]
             self._paths = paths
-        return any(term in self._named for term in terms(text))
+        return any(term in self._named for term in terms(text) if term not in CHAT_TERMS)
 
     # -- levels -------------------------------------------------------------------------
 
