@@ -9,6 +9,7 @@ the resumed session must list exactly those as the first tick's changes, without
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from io import StringIO
@@ -491,3 +492,35 @@ class TestLoadCost:
             assert asked == []
             running = session.text("pkg0/mod0.py")  # a running node is followed as before
             assert running.path in asked
+
+    def test_the_survey_stats_each_file_by_name_within_its_listed_directory(
+        self, tree: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _save_cold(tree)
+        (tree / "pkg1" / "mod1.py").write_text("def edited():\n    return 1\n")  # in place
+        by_path: list[str] = []
+        by_name: list[str] = []
+        projecting = [False]
+        lstat, original_build = os.lstat, core.build_projection
+
+        def spy(path: str, *, dir_fd: int | None = None) -> os.stat_result:
+            if not projecting[0]:  # the projection reads what it shows, when it shows it
+                (by_path if dir_fd is None else by_name).append(os.fspath(path))
+            return lstat(path, dir_fd=dir_fd)
+
+        def build(*args: object, **kwargs: object) -> object:
+            projecting[0] = True
+            try:
+                return original_build(*args, **kwargs)
+            finally:
+                projecting[0] = False
+
+        monkeypatch.setattr(os, "lstat", spy)
+        monkeypatch.setattr(core, "build_projection", build)
+        session, result = _resume(tree)
+        with session:
+            assert _file_changes(session, result) == {"pkg1/mod1.py": "content changed"}
+            paths = sorted(n.path for n in session.graph if isinstance(n, TextNode))
+            assert sorted(by_name) == sorted(p.rpartition("/")[2] for p in paths)  # once each
+            whole = {os.path.relpath(p, tree) for p in by_path}
+            assert whole & set(paths) == {"pkg1/mod1.py"}  # only the edited one, read again

@@ -550,8 +550,11 @@ class TextNode(Node):
         body = self._body
         return text == body if body is not None else _digest(text) == self._digest
 
-    def _key(self) -> StatKey | None:
-        """The file's :func:`stat_key`."""
+    def _key(self, lstat: os.stat_result | None = None) -> StatKey | None:
+        """The file's :func:`stat_key`; from ``lstat`` (the file's ``os.lstat`` result,
+        taken by the caller) when given and not a symlink's."""
+        if lstat is not None and not stat.S_ISLNK(lstat.st_mode):
+            return pack_stat(lstat.st_mtime_ns, lstat.st_size, _identity(lstat))
         return stat_key(os.path.join(str(self.root), self.path))
 
     def watch_path(self) -> str:
@@ -576,12 +579,13 @@ class TextNode(Node):
                 return False
         return self._load(self._read())
 
-    def changed_on_disk(self) -> bool:
+    def changed_on_disk(self, lstat: os.stat_result | None = None) -> bool:
         """Whether a check (:meth:`recompute`) would read the file again: its stat key
-        differs from the one of the read shown. Reads nothing (one ``lstat``)."""
+        differs from the one of the read shown. Reads nothing: one ``lstat``, none when
+        the caller passes the file's ``lstat`` result (a walk that listed it)."""
         if self._stale:
             return True
-        key = self._key()
+        key = self._key(lstat)
         return key != self._stat and not (key is None and self.placeholder == "[file deleted]")
 
     def recompute(self, *, changed: bool = False, edit: bool = True) -> bool:

@@ -38,7 +38,7 @@ import enum
 import operator
 import os
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -398,45 +398,82 @@ class TreeFilter:
 
     # -- the scan's walk --------------------------------------------------------------
 
-    def walk(self, start: Path) -> Iterator[tuple[str, bool]]:
+    def walk(
+        self, start: Path, stats: dict[str, os.stat_result | None] | None = None
+    ) -> Iterator[tuple[str, bool]]:
         """Yield (root-relative posix path, is_dir) for every entry taken in under
         ``start`` (a directory under the root): a directory's files, then its
         subdirectories, then theirs, each level in sorted order. A directory that cannot
         be listed (no permission) is yielded but not entered, and recorded in
-        :attr:`unreadable` with the reason (a later walk that lists it removes it)."""
+        :attr:`unreadable` with the reason (a later walk that lists it removes it).
+
+        Each directory is listed through a descriptor of its own. With ``stats``, each
+        file's ``os.lstat`` result goes there under its path before it is yielded (None
+        when it cannot be stat-ed), taken by name relative to that descriptor: no path
+        from the root is looked up again (a resume compares every file with the disk)."""
         rel_start = "" if start == self.root else start.relative_to(self.root).as_posix()
         stack: list[tuple[str, str]] = [(str(start), rel_start)]
         while stack:
             directory, rel_dir = stack.pop()
             try:
-                entries = sorted(os.scandir(directory), key=_entry_name)
+                fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             except FileNotFoundError:
                 continue  # gone meanwhile: the watcher's events say so
             except OSError as exc:
                 self.unreadable[rel_dir] = exc.strerror or str(exc)
                 continue
-            self.unreadable.pop(rel_dir, None)
-            if rel_dir not in self._chains and not any(e.name == ".gitignore" for e in entries):
-                self._chain(rel_dir, read=False)  # no ignore file to try to open
-            subdirs = []
-            state = self._state(rel_dir)
-            plain = self._plain(state, rel_dir)
-            for entry in entries:
-                name = entry.name
-                rel = f"{rel_dir}/{name}" if rel_dir else name
-                # Neither test follows a symlink, so a symlink is neither (and skipped).
-                if entry.is_file(follow_symlinks=False):
-                    if (
-                        name not in ALWAYS_SKIPPED
-                        if plain
-                        else self._keeps_file_in(state, rel_dir, rel, name)
-                    ):
-                        yield rel, False
-                elif entry.is_dir(follow_symlinks=False) and self.keeps_dir(rel):
-                    subdirs.append((entry.path, rel))
+            try:
+                subdirs = yield from self._walk_directory(fd, directory, rel_dir, stats)
+            finally:
+                os.close(fd)
             stack.extend(reversed(subdirs))
             for _path, rel in subdirs:
                 yield rel, True
+
+    def _walk_directory(
+        self,
+        fd: int,
+        directory: str,
+        rel_dir: str,
+        stats: dict[str, os.stat_result | None] | None,
+    ) -> Generator[tuple[str, bool], None, list[tuple[str, str]]]:
+        """Yield the files :meth:`walk` takes in from the directory open as ``fd``;
+        return its subdirectories to enter, as (path, root-relative path)."""
+        try:
+            entries = sorted(os.scandir(fd), key=_entry_name)
+        except OSError as exc:
+            self.unreadable[rel_dir] = exc.strerror or str(exc)
+            return []
+        self.unreadable.pop(rel_dir, None)
+        if rel_dir not in self._chains and not any(e.name == ".gitignore" for e in entries):
+            self._chain(rel_dir, read=False)  # no ignore file to try to open
+        subdirs = []
+        state = self._state(rel_dir)
+        plain = self._plain(state, rel_dir)
+        for entry in entries:
+            name = entry.name
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            # Neither test follows a symlink, so a symlink is neither (and skipped).
+            if entry.is_file(follow_symlinks=False):
+                if (
+                    name not in ALWAYS_SKIPPED
+                    if plain
+                    else self._keeps_file_in(state, rel_dir, rel, name)
+                ):
+                    if stats is not None:
+                        stats[rel] = _lstat_at(fd, name)
+                    yield rel, False
+            elif entry.is_dir(follow_symlinks=False) and self.keeps_dir(rel):
+                subdirs.append((os.path.join(directory, name), rel))
+        return subdirs
+
+
+def _lstat_at(fd: int, name: str) -> os.stat_result | None:
+    """``os.lstat`` of ``name`` in the directory open as ``fd`` (None if it cannot be)."""
+    try:
+        return os.lstat(name, dir_fd=fd)
+    except OSError:
+        return None
 
 
 _entry_name = operator.attrgetter("name")

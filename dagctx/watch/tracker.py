@@ -315,10 +315,11 @@ class TreeTracker:
         """Compare a directory on disk with its tracked nodes (everything below it)."""
         files: set[str] = set()
         dirs: set[str] = set()
+        stats: dict[str, os.stat_result | None] = {}  # each file's lstat, taken by the walk
         absolute = self.session.root / rel_dir
         if absolute.is_dir() and not absolute.is_symlink() and self.filter.keeps_dir(rel_dir):
             dirs.add(rel_dir)
-            for rel, is_dir in self.filter.walk(absolute):
+            for rel, is_dir in self.filter.walk(absolute, stats):
                 (dirs if is_dir else files).add(rel)
         new_dirs = dirs - self.dirs.keys()
         if self.filter.include:  # as the scan: no group for a directory without files
@@ -330,7 +331,7 @@ class TreeTracker:
                 self._add_candidate(rel, plan)
                 continue
             for node in text_nodes(rel):
-                if node.changed_on_disk():
+                if node.changed_on_disk(stats[rel]):
                     touched.add(rel)
                     break
         for rel in [r for r in self.files.keys() - files if _under(r, rel_dir)]:
