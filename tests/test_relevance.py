@@ -993,6 +993,58 @@ class TestFocusChangeCost:
                 built.clear()
             assert moved > 0 and rebuilt == 0
 
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        topics=st.lists(st.sampled_from(["restore", "net", "colors", "x"]), min_size=2, max_size=9),
+        focuses=st.lists(
+            st.sampled_from(["restore", "net colors", "zzz", "restore net x", "colors", None]),
+            min_size=2,
+            max_size=5,
+        ),
+        edited=st.integers(0, 8),
+    )
+    def test_a_focus_change_levels_every_entry_as_a_fresh_leveling(
+        self,
+        tmp_path: Path,
+        topics: list[str],
+        focuses: list[str | None],
+        edited: int,
+    ) -> None:
+        """Relevance.refocus levels again from the kept levels: the files whose bucket
+        moved by their lexical score alone, those no longer matching at all, those with
+        a graph or recency part (an edited file), the directories above them; every
+        entry's level is then what level_all gives over the same graph."""
+        from dagctx.projection.layout import Layout
+        from dagctx.projection.relevance import Relevance
+
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        for i, topic in enumerate(topics):
+            place = root / ("a", "b/c")[i % 2]
+            place.mkdir(parents=True, exist_ok=True)
+            (place / f"f{i}.py").write_text(filler(topic, 5 + 3 * i))
+        with Session(root, budget=100_000) as s:
+            scan_tree(s, ".")
+            files = sorted((n for n in s.nodes() if isinstance(n, TextNode)), key=lambda n: n.path)
+            node = files[edited % len(files)]
+            (root / node.path).write_text(filler("restore net", 7))
+            s.file_changed(node.path)
+            s.tick()
+            layout = Layout(s.graph)
+            kept = Relevance()
+            kept.focus = focuses[0]
+            kept.level_all(layout)
+            for focus in focuses[1:]:
+                kept.focus = focus
+                if kept.refocus(layout, []) is None:
+                    kept.level_all(layout)
+                fresh_layout = Layout(s.graph)
+                fresh = Relevance()
+                fresh.focus = focus
+                fresh.level_all(fresh_layout)
+                assert list(layout.level) == list(fresh_layout.level)
+
     def test_a_focus_that_moves_most_files_builds_the_plan_again(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

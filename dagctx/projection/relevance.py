@@ -70,7 +70,7 @@ import math
 import re
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass
 from heapq import nsmallest
 
@@ -685,26 +685,27 @@ class Relevance:
         ``old`` (the lexical ones only when every file was scored again) so much that
         their bucket moved (the tier of a file not changed stays), each → its own new
         level where that is known from its bucket and kept tier (-1: to be found,
-        :meth:`_own`; a container's from its children)."""
+        :meth:`_own`; a container's from its children). When every file was scored
+        again, a file with a lexical part alone (most) gets its bucket from that part
+        in one pass over the new scores (:meth:`_lexical_buckets`)."""
         first, level, end = layout.first, layout.level, layout.end
         lexical, graph, recent = new = (self._lexical, self._graph, self._recent)
-        todo = dict.fromkeys(changed, -1)
-        moved: set[str] = set()  # the files of the parts that moved; their buckets tell
-        for k, (before, after) in enumerate(zip(old, new, strict=True)):
-            if before is after or (k == 0 and not self._rescored_all):
-                continue  # lexical scores not all rescored: only the changed ones moved
-            if k == 0:  # every file scored again: most moved, each is looked at
-                moved.update(before)
-                moved.update(after)
+        moved: set[str] = set()  # the files of the context parts that moved (few)
+        for before, after in zip(old[1:], new[1:], strict=True):
+            if before is after:
                 continue
             get = before.get
             moved.update([nid for nid, value in after.items() if get(nid) != value])
             moved.update([nid for nid in before if nid not in after])
-        lexical_of, graph_of, recent_of = lexical.get, graph.get, recent.get
         context = graph.keys() | recent.keys()  # few: most files have a lexical part alone
+        todo: dict[int, int] = {}
+        if self._rescored_all and old[0] is not lexical:  # every file scored again
+            self._lexical_buckets(layout, old[0], context, todo)
+            moved.update(context)  # a file with a context part: as below
+        lexical_of, graph_of, recent_of = lexical.get, graph.get, recent.get
         for nid in moved:
             i = first.get(nid)
-            if i is None or i in todo:
+            if i is None:
                 continue
             combined = lexical_of(nid, 0.0)  # + 0.0 twice (no context part) is the same
             if nid in context:  # the same sum as _own's, term by term
@@ -716,11 +717,52 @@ class Relevance:
             if end[i] > i + 1:
                 todo[i] = -1
                 continue
-            # bucket(combined), inline
-            b = 1 + min(BUCKETS - 1, int(combined * BUCKET_STEPS)) if combined > 0 else 0
+            b = bucket(combined)
             if b != level[i] // TIERS:
                 todo[i] = b * TIERS + level[i] % TIERS
+        todo.update(dict.fromkeys(changed, -1))  # found again whatever their parts
         return todo
+
+    def _lexical_buckets(
+        self,
+        layout: Layout,
+        before: dict[str, float],
+        context: Set[str],
+        todo: dict[int, int],
+    ) -> None:
+        """Put in ``todo`` each file of the new lexical scores or of ``before`` (the old
+        ones), outside ``context``, whose bucket by its lexical score alone (what
+        :func:`bucket` of :meth:`_own`'s sum gives when the other parts are 0) is not the
+        one its level holds → its new level (its tier kept); a container → -1."""
+        first, level, end = layout.first.get, layout.level, layout.end
+        top, steps = BUCKETS - 1, BUCKET_STEPS
+        lexical = self._lexical
+        for nid, value in lexical.items():
+            if nid in context:
+                continue
+            i = first(nid)
+            if i is None:
+                continue
+            if end[i] > i + 1:
+                todo[i] = -1
+                continue
+            b = 0
+            if value > 0:  # bucket(value), inline
+                b = int(value * steps)
+                b = 1 + (b if b < top else top)
+            lv = level[i]
+            if b != lv // TIERS:
+                todo[i] = b * TIERS + lv % TIERS
+        for nid in before:
+            if nid in lexical or nid in context:
+                continue
+            i = first(nid)
+            if i is None:
+                continue
+            if end[i] > i + 1:
+                todo[i] = -1
+            elif level[i] >= TIERS:  # bucket 0 now
+                todo[i] = level[i] % TIERS
 
     def _settle(self, layout: Layout, todo: dict[int, int]) -> list[int]:
         """Give the entries of ``todo`` their own level (the one given, or
@@ -729,18 +771,20 @@ class Relevance:
         nodes, parent, level, end = layout.nodes, layout.parent, layout.level, layout.end
         inherited = self._inherited
         moved: list[int] = []
-        containers: set[int] = set()
+        starts: set[int] = set()  # containers to level again, with those above them
         for i, own in todo.items():
             if end[i] > i + 1:
-                p = i
-            else:
-                if own < 0:
-                    own = self._own(nodes[i])
-                if own == level[i]:
-                    continue
-                level[i] = own
-                moved.append(i)
-                p = parent[i]
+                starts.add(i)
+                continue
+            if own < 0:
+                own = self._own(nodes[i])
+            if own == level[i]:
+                continue
+            level[i] = own
+            moved.append(i)
+        starts.update([parent[i] for i in moved])
+        containers: set[int] = set()
+        for p in starts:
             while p >= 0 and p not in containers:
                 containers.add(p)
                 p = parent[p]
