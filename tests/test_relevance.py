@@ -602,6 +602,30 @@ class TestBreadthBeforeDepth:
         whole = render(tmp_path, 10**6, "restore the checkpoint")
         assert "## other/deep/" in whole.text and not whole.omitted
 
+    @pytest.mark.parametrize("focus", [None, "restore the checkpoint"])
+    def test_a_directory_holding_no_text_file_has_no_heading(
+        self, tmp_path: Path, focus: str | None
+    ) -> None:
+        # docs/ holds only an image and assets/ only img/, which holds only an image: the
+        # scan keeps their groups (a file may appear there later) but they have nothing
+        # to show, so under a budget that binds they cost no heading.
+        (tmp_path / "pkg").mkdir()
+        for name in ("checkpoint", "snapshot", "render"):
+            (tmp_path / "pkg" / f"{name}.py").write_text(filler("restore", 60))
+        png = b"\x89PNG\r\n\x1a\n\x00\x00binary"
+        (tmp_path / "docs").mkdir()
+        (tmp_path / "docs" / "viz.png").write_bytes(png)
+        (tmp_path / "assets" / "img").mkdir(parents=True)
+        (tmp_path / "assets" / "img" / "logo.png").write_bytes(png)
+        p = render(tmp_path, 700, focus)
+        assert p.tokens <= 700 and "## pkg/" in p.text
+        for heading in ("## docs/", "## assets/", "## assets/img/"):
+            assert heading not in p.text, p.text
+        assert {"docs/", "assets/", "assets/img/"} <= {p.labels[nid] for nid in p.omitted}
+        # with room for everything the projection is the unbudgeted render, headings kept
+        whole = render(tmp_path, 10**6, focus)
+        assert "## docs/" in whole.text and "## assets/img/" in whole.text
+
     def test_the_fill_reopens_a_collapsed_directory_to_show_its_files(self, tmp_path: Path) -> None:
         # The degrade collapses lib/ (its files first, then the directory); the fill
         # brings it straight back to DETAILS, so its files get outlines, rather than to a
@@ -765,6 +789,25 @@ class TestIncrementalUnderFocus:
         for i, n in enumerate(sizes):
             path = root / places[i % 4] / f"f{i}.py"
             path.write_text(filler(("restore", "net", "x")[i % 3], n))
+        _turns_match_fresh_builds(root, budget, ops)
+
+    @settings(
+        max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        sizes=st.lists(st.integers(1, 60), min_size=2, max_size=6),
+        budget=st.integers(40, 2000),
+        ops=st.lists(FOCUS_OPS, min_size=1, max_size=6),
+    )
+    def test_directories_holding_no_text_file_match_a_projection_built_from_scratch(
+        self, tmp_path: Path, sizes: list[int], budget: int, ops: list[tuple[str, int, object]]
+    ) -> None:
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        for place in ("a", "e/f", "a/g"):
+            (root / place).mkdir(parents=True)
+        (root / "e" / "f" / "x.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+        for i, n in enumerate(sizes):
+            (root / "a" / f"f{i}.py").write_text(filler(("restore", "net", "x")[i % 3], n))
         _turns_match_fresh_builds(root, budget, ops)
 
 

@@ -51,8 +51,9 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   important one is left a name by the fill. A
   :class:`~dagctx.projection._segtree.MinTree` over the upgrade cost of each slot finds
   the next candidate directly. Then a directory group shown expanded with all its
-  children left out is left out too (its heading would say nothing the footer does not
-  count; :meth:`Allocation._drop_bare_groups`), what is left deepens the least cuts
+  children left out, or with none (a directory holding only skipped files), is left
+  out too (its heading would say nothing the footer does not count;
+  :meth:`Allocation._drop_bare_groups`), what is left deepens the least cuts
   (best file first), and long text nodes (most important first) are cut to the rest.
   These last two take what is left in whole grains of 1/:data:`FILL_GRAINS` of the
   workspace's room: a few tokens more or less (an edit of a file shown cut in a later
@@ -217,12 +218,16 @@ class Allocation:
         self.dropped = bytearray(n)
         self.kids = bytearray(1 if layout.end[i] > i + 1 else 0 for i in range(n))
         # per entry, its walk children not left out (a reference counts as shown), and
-        # the groups with children of which none is (:meth:`_drop_bare_groups`)
+        # the groups none of whose children is (:meth:`_drop_bare_groups`): from the
+        # start, the groups with no child (a directory holding only skipped files)
         self.shown_kids = array("i", bytes(4 * n))
         for p in layout.parent:
             if p >= 0:
                 self.shown_kids[p] += 1
-        self.bare: set[int] = set()
+        nodes = layout.nodes
+        self.bare: set[int] = {
+            i for i in range(n) if not self.kids[i] and isinstance(nodes[i], GroupNode)
+        }
         self.bared: list[tuple[int, int]] = []  # groups left out this turn, their states
         self.cut: dict[int, tuple[int, str, int]] = {}
         self.least: list[int] = []  # entries :meth:`_deepen` cut least this turn, best first
@@ -1088,9 +1093,9 @@ class Allocation:
         self._cut(avail)
 
     def _drop_bare_groups(self) -> None:
-        """Leave out every group shown expanded whose children are all left out, and
-        then a group left with only such groups: its heading would show nothing the
-        footer does not already count. Its children keep their visibility (all are
+        """Leave out every group shown expanded whose children are all left out (or that
+        has none), and then a group left with only such groups: its heading would show
+        nothing the footer does not already count. Its children keep their visibility (all are
         left out: hiding them would change no section but re-examine each of them every
         turn); :meth:`undo_turn` brings the groups back first."""
         todo = list(self.bare)
