@@ -409,6 +409,37 @@ def test_the_footer_names_left_out_files_by_directory() -> None:
     ]
 
 
+def test_the_footer_names_a_nested_directory_once() -> None:
+    # gin's testdata/ at 8k: its two subdirectories were counted as "2 in testdata/" and
+    # then named again by their own counts. A directory below the top goes with its
+    # files; the count names the files, and orders the names.
+    from dagctx.projection.assembly import LeftOut, left_out_names
+
+    left = [
+        ("group_2", "testdata/"),
+        ("group_5", "testdata/certificate/"),
+        ("text_6", "testdata/certificate/cert.pem"),
+        ("text_7", "testdata/certificate/key.pem"),
+        ("group_8", "testdata/template/"),
+        ("text_9", "testdata/template/hello.tmpl"),
+        ("group_10", "testdata/proto/"),
+        ("text_12", "lib/util/a.go"),
+        ("text_13", "lib/util/b.go"),
+        ("text_14", "lib/util/c.go"),
+    ]
+    names = [  # most files first
+        ("3 in lib/util/", 3),
+        ("2 in testdata/certificate/", 3),
+        ("1 in testdata/template/", 2),
+        ("#group_2 (testdata/)", 1),
+        ("#group_10 (testdata/proto/)", 1),
+    ]
+    assert left_out_names(left) == names
+    ids = {int(nid.split("_")[1]): (nid, label) for nid, label in left}
+    kept = LeftOut.of((i, label) for i, (_, label) in sorted(ids.items()))
+    assert kept.names(lambda i: ids[i][0], lambda i: ids[i][1]) == names
+
+
 @pytest.fixture(scope="module")
 def footer_caches() -> Iterator[dict[str, Any]]:
     """A section cache per encoding whose counts add up (loaded once: o200k is slow)."""

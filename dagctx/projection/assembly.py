@@ -364,26 +364,35 @@ def _footer_counts(
 
 def directory(label: str) -> str:
     """The directory the footer groups a node of ``label`` under: the label up to its
-    last ``/`` (a trailing ``/`` aside), or "" for a label with none past its start."""
+    last ``/``, or "" for a label with none past its start; a directory below the top
+    (``a/b/``) is grouped under itself, with its files, so that it is not named once
+    in its parent's count and again as its own (a top one, ``src/``, under "")."""
     cut = label.rstrip("/").rfind("/")
-    return label[: cut + 1] if cut > 0 else ""
+    if cut <= 0:
+        return ""
+    return label if label.endswith("/") else label[: cut + 1]
 
 
 def left_out_names(left: Iterable[tuple[str, str]]) -> list[tuple[str, int]]:
     """How the footer names the nodes ``left`` out ((id, label) in walk order), each name
-    with the number of nodes it stands for: the files of a directory with more than one
-    left out as one ``N in dir/`` (most first, then walk order), every other node as
+    with the number of nodes it stands for: the nodes of a directory (:func:`directory`)
+    with more than one left out as one ``N in dir/`` (``N`` counts its files, not the
+    directory itself; most files first, then walk order), every other node as
     ``#id (label)`` in walk order after them. At most :data:`FOOTER_NAMES` names."""
     items = list(left)
     by_dir: dict[str, int] = {}
+    own: dict[str, int] = {}  # per directory, its own entries left out (one, in a tree)
     dirs = []
     for _, label in items:
         d = directory(label)
         dirs.append(d)
         if d:
             by_dir[d] = by_dir.get(d, 0) + 1
-    grouped = sorted((d for d, n in by_dir.items() if n > 1), key=lambda d: -by_dir[d])
-    names = [(f"{by_dir[d]} in {d}", by_dir[d]) for d in grouped]
+            if label == d:
+                own[d] = own.get(d, 0) + 1
+    files = {d: n - own.get(d, 0) for d, n in by_dir.items()}
+    grouped = sorted((d for d, n in by_dir.items() if n > 1), key=lambda d: -files[d])
+    names = [(f"{files[d]} in {d}", by_dir[d]) for d in grouped]
     many = set(grouped)
     names += [
         (f"#{nid} ({label})", 1)
@@ -401,15 +410,17 @@ class LeftOut:
 
     Per directory the sorted walk positions of its left-out entries (an ``array('i')``:
     under a tight budget nearly every file is left out, and a list would hold an int
-    object per file); the directories with more than one in a list sorted as the footer
-    names them, by (-count, first position); and, sorted, the entries named one by one
-    (no directory, or alone in theirs).
+    object per file); per directory below the top, how many of its own entries are left
+    out (its count names its files); the directories with more than one in a list sorted
+    as the footer names them, by (-files, first position); and, sorted, the entries
+    named one by one (no directory, or alone in theirs).
     """
 
-    __slots__ = ("_groups", "_members", "_names", "_singles")
+    __slots__ = ("_groups", "_members", "_names", "_own", "_singles")
 
     def __init__(self) -> None:
         self._members: dict[str, array[int]] = {}
+        self._own: dict[str, int] = {}  # per directory, its own entries left out
         self._groups: list[tuple[int, int, str]] = []  # (-count, first entry, directory)
         self._singles: list[int] = []
         self._names: list[tuple[str, int]] | None = None
@@ -422,6 +433,8 @@ class LeftOut:
         for i, label in left:
             d = directory(label)
             if d:
+                if label == d:
+                    out._own[d] = out._own.get(d, 0) + 1
                 at = members.get(d)
                 if at is None:
                     at = members[d] = array("i")
@@ -430,7 +443,7 @@ class LeftOut:
                 out._singles.append(i)
         out._singles += [m[0] for m in members.values() if len(m) == 1]
         out._singles.sort()
-        out._groups = sorted((-len(m), m[0], d) for d, m in members.items() if len(m) > 1)
+        out._groups = sorted(out._key(d, m) for d, m in members.items() if len(m) > 1)
         return out
 
     def add(self, i: int, label: str) -> None:
@@ -438,34 +451,47 @@ class LeftOut:
         self._names = None
         d = directory(label)
         members = self._members.get(d) if d else None
+        if members is not None:
+            if len(members) == 1:
+                _discard(self._singles, members[0])
+            else:
+                _discard(self._groups, self._key(d, members))
+        if d and label == d:
+            self._own[d] = self._own.get(d, 0) + 1
         if members is None:
             if d:
                 self._members[d] = array("i", (i,))
             insort(self._singles, i)
             return
-        if len(members) == 1:
-            _discard(self._singles, members[0])
-        else:
-            _discard(self._groups, (-len(members), members[0], d))
         insort(members, i)
-        insort(self._groups, (-len(members), members[0], d))
+        insort(self._groups, self._key(d, members))
 
     def remove(self, i: int, label: str) -> None:
         """Count entry ``i`` (counted with ``label``) as shown again."""
         self._names = None
         d = directory(label)
         members = self._members.get(d) if d else None
+        if members is not None and len(members) > 1:
+            _discard(self._groups, self._key(d, members))
+        if d and label == d:
+            self._own[d] -= 1
+            if not self._own[d]:
+                del self._own[d]
         if members is None or len(members) == 1:
             _discard(self._singles, i)
             if members is not None:
                 del self._members[d]
             return
-        _discard(self._groups, (-len(members), members[0], d))
         _discard(members, i)
         if len(members) == 1:
             insort(self._singles, members[0])
         else:
-            insort(self._groups, (-len(members), members[0], d))
+            insort(self._groups, self._key(d, members))
+
+    def _key(self, d: str, members: array[int]) -> tuple[int, int, str]:
+        """Where directory ``d`` (more than one of its entries left out: ``members``)
+        sorts among the footer's names: most files first, then walk order."""
+        return (self._own.get(d, 0) - len(members), members[0], d)
 
     def names(
         self, node_id: Callable[[int], str], label: Callable[[int], str]
@@ -473,7 +499,9 @@ class LeftOut:
         """The footer's names (:func:`left_out_names`), the ones directly named made with
         ``node_id`` and ``label`` of their entry."""
         if self._names is None:
-            names = [(f"{-n} in {d}", -n) for n, _, d in self._groups[:FOOTER_NAMES]]
+            own = self._own
+            groups = self._groups[:FOOTER_NAMES]
+            names = [(f"{-files} in {d}", own.get(d, 0) - files) for files, _, d in groups]
             rest = self._singles[: FOOTER_NAMES - len(names)]
             names += [(f"#{node_id(i)} ({label(i)})", 1) for i in rest]
             self._names = names
