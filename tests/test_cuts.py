@@ -301,6 +301,35 @@ class TestDocCommentsGoWithTheirDefinition:
         py += "\n# helper\ndef b():\n    y = 2\n    return y\n"
         assert self.units("x.py", py) == [(1, 3, "entry"), (5, 8, "entry")]
 
+    # express writes every JSDoc block with a blank line before its function
+    JS = (
+        "'use strict';\n\n/**\n * Module dependencies.\n * @private\n */\n\n"
+        "var send = require('send');\n\n"
+        "/**\n * Send a response.\n *\n * @public\n */\n\n"
+        "res.send = function send(body) {\n"
+        + "".join(f"  body = body + {i};\n" for i in range(6))
+        + "  return body;\n};\n\n"
+        "/* not a doc comment */\n\n"
+        "res.json = function json(obj) {\n"
+        + "".join(f"  obj = obj + {i};\n" for i in range(6))
+        + "  return obj;\n};\n"
+    )
+
+    def test_a_jsdoc_block_one_blank_line_above_joins_the_unit(self) -> None:
+        js = self.JS
+        doc, end = line_of(js, " * Send a response.") - 2, line_of(js, "/* not a doc") - 3
+        json = line_of(js, "res.json = ") - 1
+        units = self.units("res.js", js)
+        assert (doc, end, "entry") in units  # from "/**" to the "};" closing send
+        assert (json, js.count("\n") - 1, "entry") in units  # a plain /* */ stays out
+        lines = js.split("\n")[:-1]
+        cut = partition(outline("res.js", js), lines)
+        assert cut is not None
+        ladder = cut.ladder(lines, [0.0 if u.name == "send" else 1.0 for u in cut.units])
+        for step in range(ladder.steps):
+            text = "\n".join(cut.render(lines, ladder, step)[0])
+            assert (" * Send a response." in text) == ("res.send = function send(body) {" in text)
+
     def test_markdown_is_left_alone(self) -> None:
         md = "# T\n\nIntro.\n* a bullet\n## Part\n" + "text\n" * 5
         units = self.units("x.md", md)

@@ -341,6 +341,25 @@ class TestGrammars:
         assert by_name(o, "total").doc == "Sum of the prices."
         assert by_name(o, "helper").signature == "const helper = (x) =>"
 
+    def test_a_jsdoc_block_one_blank_line_above_is_the_doc(self) -> None:
+        # express's style: a blank line between each JSDoc block and its function; a plain
+        # comment or a line comment that far above is not a doc
+        text = (
+            "/**\n * Module dependencies.\n */\n\nvar send = require('send');\n\n"
+            "/**\n * Send a response.\n *\n * @public\n */\n\n"
+            "res.send = function send(body) {\n  return body;\n};\n\n"
+            "/* a section */\n\nfunction json(obj) {\n  return obj;\n}\n\n"
+            "// a note\n\nfunction text(obj) {\n  return obj;\n}\n\n"
+            "/**\n * Far above.\n */\n\n\nfunction far(obj) {\n  return obj;\n}\n"
+        )
+        o = outline("lib/response.js", text)
+        assert [(e.name, e.doc) for e in o.entries] == [
+            ("send", "Send a response."),
+            ("json", ""),
+            ("text", ""),
+            ("far", ""),
+        ]
+
     def test_functions_assigned_to_properties_and_names(self) -> None:
         """CommonJS style (express's ``res.redirect = function redirect(url) {``): each
         top-level function assigned to a property or a name is a definition, named by

@@ -410,7 +410,8 @@ def _doc(
     node: tree_sitter.Node, anchor: tree_sitter.Node, comments: frozenset[str], *, python: bool
 ) -> str:
     """The first line of the docstring, else of the comment block written right above the
-    definition (no blank line between)."""
+    definition (no blank line between), else of a doc comment (``/** … */``) one blank
+    line above it, as JSDoc is often written (express)."""
     if python:
         doc = _docstring(node)
         if doc:
@@ -424,6 +425,14 @@ def _doc(
         block.append(prev)
         below = prev.start_point[0]
         prev = prev.prev_named_sibling
+    if (
+        not block
+        and prev is not None
+        and prev.type in comments
+        and _end_row(prev) == below - 2
+        and _text(prev).startswith("/**")
+    ):
+        block.append(prev)
     for comment in reversed(block):
         doc = _clean_comment(_text(comment))
         if doc:

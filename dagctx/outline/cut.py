@@ -312,7 +312,9 @@ def _within(
 def _comment_top(lines: Sequence[str], lo: int, start: int, comments: tuple[str, ...]) -> int:
     """The first line of the comment block right above line ``start`` (no blank line
     between, none before ``lo``): lines starting with one of ``comments``, and a block
-    comment's inner lines between its ``/*`` and ``*/``; ``start`` when there is none."""
+    comment's inner lines between its ``/*`` and ``*/``; with none, a doc comment
+    (``/** … */``) one blank line above, as JSDoc is often written (express); ``start``
+    when there is none."""
     top = start
     if not comments:
         return top
@@ -320,10 +322,8 @@ def _comment_top(lines: Sequence[str], lo: int, start: int, comments: tuple[str,
     while at >= lo:
         text = lines[at].strip()
         if text.endswith("*/") and "/*" not in text:  # the end of a block comment
-            opening = at - 1
-            while opening >= lo and "/*" not in lines[opening]:
-                opening -= 1
-            if opening < lo or not all(lines[i].strip() for i in range(opening, at)):
+            opening = _block_opening(lines, lo, at)
+            if opening < 0:
                 break
             top = at = opening
         elif text and text.startswith(comments):
@@ -331,7 +331,24 @@ def _comment_top(lines: Sequence[str], lo: int, start: int, comments: tuple[str,
         else:
             break
         at -= 1
+    if top == start and "/*" in comments and at == start - 1 > lo and not lines[at].strip():
+        end = at - 1  # one blank line above: a doc comment ending there
+        if lines[end].rstrip().endswith("*/"):
+            opening = _block_opening(lines, lo, end)
+            if opening >= 0 and lines[opening].lstrip().startswith("/**"):
+                return opening
     return top
+
+
+def _block_opening(lines: Sequence[str], lo: int, end: int) -> int:
+    """The line of the ``/*`` opening the block comment whose ``*/`` ends line ``end`` (at
+    or after ``lo``, no blank line inside; the line itself when it holds both), or -1."""
+    opening = end
+    while opening >= lo and "/*" not in lines[opening]:
+        opening -= 1
+    if opening < lo or not all(lines[i].strip() for i in range(opening, end)):
+        return -1
+    return opening
 
 
 def _gap(lo: int, hi: int, lines: Sequence[str], units: list[Unit], *, head: bool) -> None:
