@@ -24,6 +24,7 @@ from dagctx.projection.bands import (
     STABLE,
     VOLATILE,
     band_of,
+    last_chunk,
     settled,
     workspace_room,
 )
@@ -225,6 +226,38 @@ class TestSettledConversation:
             if 0 < cut < n:
                 assert talk[cut - 1].role != "tool_call" and talk[cut].role != "tool_result"
             last = cut
+
+    def test_the_settled_band_is_two_blocks_and_keeps_its_last_end(self, tmp_path: Path) -> None:
+        # A breakpoint reads only 20 blocks back: the settled band is its older part and
+        # its last chunk, so the look back from its end reaches the workspace, and the
+        # end it had before that chunk settled is still a block boundary
+        write(tmp_path, "a.py", "x = 1\n")
+        with Session(tmp_path, budget=50_000) as s:
+            s.text("a.py")
+            s.topic("work")
+            for k in range(50):
+                s.message("user" if k % 2 else "assistant", f"turn {k}")
+            before = s.tick().projection  # 51 sections: 32 settled, in chunks of 16
+            for k in range(16):
+                s.message("assistant", f"more {k}")
+            after = s.tick().projection  # 67: 48 settled
+        for p, settled_count in ((before, 32), (after, 48)):
+            start, end = p.band_ends[0], p.band_ends[1]
+            inside = [e for e in p.block_ends if start < e < end]
+            assert len(inside) == 1  # one block end inside: the settled band is two blocks
+            assert p.text[start:end].count("(#") == settled_count  # the topic and messages
+            assert p.text[start : inside[0]].count("(#") == settled_count - SETTLE
+        assert before.band_ends[1] in after.block_ends
+        assert after.text[: before.band_ends[1]] == before.text[: before.band_ends[1]]
+
+    @given(st.lists(st.sampled_from(["user", "assistant", "tool_call", "tool_result"])))
+    def test_the_last_chunk_starts_where_the_settled_part_ended(self, roles: list[str]) -> None:
+        talk = [
+            MessageNode(role, "x", tool_call_id="c" if role.startswith("tool") else None)
+            for role in roles
+        ]
+        cut = last_chunk(talk)
+        assert cut == settled(talk[: max(0, len(talk) - SETTLE)]) and cut <= settled(talk)
 
     def test_breakpoints_go_to_the_last_band_ends(self) -> None:
         assert breakpoints(6, [0, 1, 2, 4, 5]) == {1, 2, 4, 5}

@@ -35,8 +35,9 @@ no content change in between gives back the saved text:
 
 :attr:`Projection.stable_prefix_tokens` measures the identical prefix on the text
 (:mod:`.prefix`); :meth:`Projection.to_messages` splits the text into content blocks at
-the band ends and at each conversation section's end, with providers' cache breakpoints
-at the band ends (:mod:`.messages`).
+the band ends, at each recent conversation section's end and where the settled band
+ended before its last chunk, with providers' cache breakpoints at the band ends
+(:mod:`.messages`).
 """
 
 from dagctx.projection.build import build_projection

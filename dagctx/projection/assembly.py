@@ -211,12 +211,15 @@ class Body:
         self.shown[i] = 0
         self.moved = True
 
-    def ordered(self) -> tuple[list[Section], list[str], tuple[list[int], list[int]]]:
+    def ordered(
+        self, chunk_end: str = ""
+    ) -> tuple[list[Section], list[str], tuple[list[int], list[int]]]:
         """The shown sections and their texts in text order (by band, then
         :attr:`within` for the later bands' entries when given, then walk order), and
         the offsets where each band and each content block ends in their concatenation
-        (:func:`~dagctx.projection.bands.ends`; the stable band, one block, from
-        :attr:`chars`, so only the tail's texts are walked)."""
+        (:func:`~dagctx.projection.bands.ends`, a settled block ending after the section
+        of node ``chunk_end``; the stable band, one block, from :attr:`chars`, so only
+        the tail's texts are walked)."""
         stable = self.chars.prefix(self.chars.n)
         head = [stable] if self.texts else []
         if not self.tail:
@@ -225,7 +228,8 @@ class Body:
         order = sorted(self.tail, key=lambda i: (shown[i], within(i) if within else 0, i))
         later = [self.tail[i][1] for i in order]
         sections = self.sections + [self.tail[i][0] for i in order]
-        band_ends, block_ends = ends(later, [shown[i] - 1 for i in order])
+        chunked = [self.tail[i][0].node_id == chunk_end for i in order]
+        band_ends, block_ends = ends(later, [shown[i] - 1 for i in order], chunked)
         return (
             sections,
             self.texts + later,

@@ -103,6 +103,13 @@ def settled(conversation: Sequence[Node]) -> int:
     return cut
 
 
+def last_chunk(conversation: Sequence[Node]) -> int:
+    """How many of the ``conversation`` sections settled before the settled band's last
+    chunk: what :func:`settled` gave while the conversation was :data:`SETTLE` sections
+    shorter (the settled band's end before its last chunk settled)."""
+    return settled(conversation[: max(0, len(conversation) - SETTLE)])
+
+
 def _role(node: Node) -> str:
     return node.role if isinstance(node, MessageNode) else ""
 
@@ -120,13 +127,18 @@ def in_bands(items: Iterable[tuple[int, Node, _T]]) -> list[_T]:
     return [item for *_, item in sorted(items, key=lambda t: (t[0], within(t[0], t[1])))]
 
 
-def ends(texts: Sequence[str], bands: Sequence[int]) -> tuple[list[int], list[int]]:
+def ends(
+    texts: Sequence[str], bands: Sequence[int], chunked: Sequence[bool] = ()
+) -> tuple[list[int], list[int]]:
     """(band ends, block ends) of the text made of ``texts`` (in band order, their bands
     in ``bands``), offsets ascending. Band ends: one per band present. Block ends, where
-    the text is split into a provider's content blocks: the band ends and the end of each
-    section of the settled and conversation bands, so that a message appended leaves the blocks
-    before it, and the boundary where the conversation ended, as they were (a provider
-    that reads a cached prefix at an earlier block boundary finds it there)."""
+    the text is split into a provider's content blocks: the band ends, the end of each
+    section of the conversation band, so that a message appended leaves the blocks before
+    it, and the boundary where the conversation ended, as they were (a provider that
+    reads a cached prefix at an earlier block boundary finds it there), and the end of
+    the settled section ``k`` where ``chunked[k]`` (:func:`last_chunk`: where the settled
+    band ended before its last chunk settled). So the settled band is at most two blocks,
+    and a breakpoint at its end looks back past it into the workspace's blocks."""
     band_ends: list[int] = []
     block_ends: list[int] = []
     offset = 0
@@ -135,7 +147,11 @@ def ends(texts: Sequence[str], bands: Sequence[int]) -> tuple[list[int], list[in
         closes = k + 1 == len(texts) or bands[k + 1] != bands[k]
         if closes:
             band_ends.append(offset)
-        if closes or bands[k] in (SETTLED, CONVERSATION):
+        if (
+            closes
+            or bands[k] == CONVERSATION
+            or (bands[k] == SETTLED and k < len(chunked) and chunked[k])
+        ):
             block_ends.append(offset)
     return band_ends, block_ends
 

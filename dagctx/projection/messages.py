@@ -7,27 +7,29 @@ conversation that anyone may have written, so it always travels as user content.
 
 - ``"anthropic"``: keyword arguments for ``client.messages.create``: ``system`` (the
   instructions, one text block) and ``messages`` (one user message whose text blocks are
-  the projection split at its block ends: each band's end and each conversation
-  section's end; and the first band, the workspace, at the first line end after each
-  multiple of ``budget //`` :data:`SPLIT_SHARE` characters (:func:`splits`), so it is a
-  handful of blocks, at most about 16 at any budget, whose boundaries each depend only
-  on the text before them). Up to :data:`BREAKPOINTS` blocks carry ``cache_control``
-  (:func:`breakpoints`): the last block, and the last ``BREAKPOINTS - 1`` blocks before
-  it that end a band (with five bands, the ends of the settled conversation, the changed
-  files and the recent conversation), so the next turn reads every band that did not
-  change from the cache. Anthropic reads a cached prefix ending at any block boundary up
-  to about 20 blocks before a breakpoint, but only one that an earlier request wrote,
-  and it writes only at breakpoints; since every message is a block of its own, the
-  conversation of the last turn is such a prefix when messages were only appended, and
-  is read rather than written again, and so is the settled band of the last turn when
-  it grew by a chunk. When the workspace is split, the changed files' end (the middle of
-  three band ends; the recent conversation after it only grows, so the next
-  breakpoint's look back finds that prefix anyway) gives its breakpoint to one of the
-  workspace's blocks, in rotation over the workspace's block ends by the request's
-  block count: over a few turns the prefixes ending at most of them are written, so a
-  turn that rewrites the workspace from its middle (a file's first edit, the room
-  stepping as the conversation grows) reads the blocks before the change instead of
-  writing the whole prompt again.
+  the projection split at its block ends: each band's end, each recent conversation
+  section's end and the settled band's end before its last chunk settled; and the first
+  band, the workspace, at the first line end after each multiple of ``budget //``
+  :data:`SPLIT_SHARE` characters (:func:`splits`), so it is a handful of blocks, at most
+  about 16 at any budget, whose boundaries each depend only on the text before them). Up
+  to :data:`BREAKPOINTS` blocks carry ``cache_control`` (:func:`breakpoints`): the last
+  block, and the last ``BREAKPOINTS - 1`` blocks before it that end a band (with five
+  bands, the ends of the settled conversation, the changed files and the recent
+  conversation), so the next turn reads every band that did not change from the cache.
+  Anthropic reads a cached prefix ending at any block boundary up to about 20 blocks
+  before a breakpoint, but only one that an earlier request wrote, and it writes only at
+  breakpoints; since every recent message is a block of its own, the conversation of the
+  last turn is such a prefix when messages were only appended, and is read rather than
+  written again, and so is the settled band of the last turn when it grew by a chunk;
+  the settled band being at most two blocks, the look back from its end reaches the
+  workspace's blocks. When the workspace is split, the changed files' end (the middle of
+  three band ends; the recent conversation after it only grows, so the next breakpoint's
+  look back finds that prefix anyway) gives its breakpoint to one of the workspace's
+  blocks, in rotation over the workspace's block ends by the request's block count: over
+  a few turns the prefixes ending at most of them are written, so a turn that rewrites
+  the workspace from its middle (a file's first edit, the room stepping as the
+  conversation grows) reads the blocks before the change instead of writing the whole
+  prompt again.
 - ``"openai"``: keyword arguments for ``client.chat.completions.create``: ``messages``
   (the instructions as the system message, the projection as one user message) and
   ``prompt_cache_key`` (the session's, routing its requests to the same cache).

@@ -53,6 +53,7 @@ from dagctx.projection.bands import (
     band_of,
     ends,
     in_bands,
+    last_chunk,
     settled,
     within,
     workspace_room,
@@ -86,6 +87,7 @@ class Projector:
     """Builds projections of ``graph`` incrementally (see the module docstring)."""
 
     __slots__ = (
+        "_chunk_end",
         "_held",
         "_key",
         "_labels_shared",
@@ -121,6 +123,7 @@ class Projector:
         # the stable band (0 for the others), and their sum at index -1
         self._held = array("q")
         self._settled: set[str] = set()  # ids of the conversation's settled sections
+        self._chunk_end = ""  # id of the last settled section before the last chunk
 
     # -- layout -----------------------------------------------------------------------
 
@@ -137,7 +140,9 @@ class Projector:
         self.labels = [("" if ref[i] else inline(n.label())) for i, n in enumerate(nodes)]
         self.prio = [(0 if ref[i] else n.priority) for i, n in enumerate(nodes)]
         talk = [n for i, n in enumerate(nodes) if not ref[i] and band_of(n) == CONVERSATION]
-        self._settled = {n.id for n in talk[: settled(talk)]}
+        cut, before = settled(talk), last_chunk(talk)
+        self._settled = {n.id for n in talk[:cut]}
+        self._chunk_end = talk[before - 1].id if 0 < before < cut else ""
         self._labels_shared = self._prio_shared = False
         self._mark = len(self.graph.traces)
         self._held = array("q", bytes(8 * (len(layout) + 1)))
@@ -405,7 +410,7 @@ class Projector:
             )
             if body.moved and plan.left is not None:
                 self._left_moved(plan.left, body, order, was)
-        sections, texts, (band_ends, block_ends) = body.ordered()
+        sections, texts, (band_ends, block_ends) = body.ordered(self._chunk_end)
         omitted = len(layout.first) - body.nodes
         used = body.tokens + changes_tokens
         if plan.left is None:
@@ -657,7 +662,8 @@ class Projector:
         }
         reasons = {k: v for k, v in reasons.items() if k in degraded or k in omitted}
         texts = [t for _, _, t in placed]
-        band_ends, block_ends = ends(texts, [b for b, _, _ in placed])
+        chunked = [s.node_id == self._chunk_end for _, s, _ in placed]
+        band_ends, block_ends = ends(texts, [b for b, _, _ in placed], chunked)
         stable, broken = stable_prefix(text, tokens, sections, texts, previous, self._label)
         return Projection(
             text,

@@ -64,9 +64,10 @@ class Projection:
         band_ends: offsets in ``text`` where each band of the layout by volatility ends
             (:mod:`dagctx.projection.bands`).
         block_ends: offsets where :meth:`to_messages` splits ``text`` into content
-            blocks: the band ends and the end of each conversation section (the band
-            ends when not given); the Anthropic format also splits the workspace
-            (:func:`~dagctx.projection.messages.splits`).
+            blocks: the band ends, the end of each recent conversation section and
+            where the settled band ended before its last chunk (:func:`.bands.ends`;
+            the band ends when not given); the Anthropic format also splits the
+            workspace (:func:`~dagctx.projection.messages.splits`).
         labels: node id → label, for every node the projection accounts for.
         scores: node id → relevance :class:`~dagctx.projection.relevance.Score` (what
             decided who degrades first, after priority).
