@@ -108,6 +108,28 @@ class TestMovedTrees:
         assert (moved.sum, moved.mn, moved.trig) == (expected.sum, expected.mn, expected.trig)
 
     @settings(max_examples=200, deadline=None)
+    @given(_moves(_BLOCKS))
+    def test_a_gathered_prefix_tree_is_the_tree_of_its_leaves(
+        self, case: tuple[list[tuple[int, int, int]], list[int], dict[int, tuple[int, int, int]]]
+    ) -> None:
+        """Leaves read from a tree's lists changed in place (a plan built again writes the
+        leaves of the files it refloors at their old slots), each at its new slot; the
+        inner nodes above empty leaves at the end are left empty."""
+        leaves, source, changed = case
+        cap = len(leaves)
+        old = PrefixTree(cap)
+        old.load(leaves)
+        sums, mins, trigs = lists = old.leaves()
+        for k, (a, b, c) in changed.items():  # keyed by old leaf here
+            sums[k], mins[k], trigs[k] = a, b, c
+        tree = PrefixTree.gathered(cap, source, lists)
+        now = [changed.get(k, block) for k, block in enumerate(leaves)]
+        expected = PrefixTree(cap)
+        for k, was in enumerate(source):  # one leaf at a time: every inner node set
+            expected.set(k, *(now[was] if was >= 0 else (0, INF, 0)))
+        assert (tree.sum, tree.mn, tree.trig) == (expected.sum, expected.mn, expected.trig)
+
+    @settings(max_examples=200, deadline=None)
     @given(_moves(_VALUES))
     def test_a_moved_min_tree_is_the_tree_of_its_leaves(
         self, case: tuple[list[int], list[int], dict[int, int]]
@@ -116,8 +138,34 @@ class TestMovedTrees:
         cap = len(values)
         old = MinTree(cap)
         old.load(values)
-        moved = old.moved(cap, source, fresh)
+        where = [-1] * cap  # each old leaf's new place
+        for k, was in enumerate(source):
+            if was >= 0:
+                where[was] = k
+        moved = old.moved(cap, where.__getitem__, fresh)
         expected = MinTree(cap)
         for k, where in enumerate(source):
             expected.set(k, fresh.get(k, values[where] if where >= 0 else INF))
+        assert moved.mn == expected.mn
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.dictionaries(st.integers(0, 2**12 - 1), _VALUES, max_size=12))
+    def test_a_moved_min_tree_looks_only_at_the_leaves_holding_a_value(
+        self, values: dict[int, int]
+    ) -> None:
+        """Most leaves of the fill and cut trees are INF (hidden entries): a move asks
+        where the others go, and no more."""
+        cap = 2**12
+        old = MinTree(cap)
+        old.set_many(values)
+        asked: list[int] = []
+
+        def where(k: int) -> int:
+            asked.append(k)
+            return cap - 1 - k
+
+        moved = old.moved(cap, where, {})
+        assert asked == sorted(k for k, v in values.items() if v < INF)
+        expected = MinTree(cap)
+        expected.set_many({cap - 1 - k: v for k, v in values.items()})
         assert moved.mn == expected.mn

@@ -7,8 +7,10 @@
   is at most a bound (the next node a greedy pass in reverse order would take).
 
 Either is built at once from its leaves (``load``), or from another tree's leaves at
-other positions (``moved``: the order laid out again), each level of inner nodes in one
-pass over slices of the arrays.
+other positions (``moved``: the order laid out again): a :class:`PrefixTree` each level
+of inner nodes in one pass over slices of the arrays, a :class:`MinTree` (whose leaves
+are mostly INF: hidden entries are no candidates) from the leaves holding a value and
+the inner nodes above them.
 
 Values are machine integers (``array('q')``): no Python objects per leaf. ``INF`` marks
 an empty leaf; sums involving it stay far above any real total. A :class:`MinTree` sums
@@ -21,7 +23,8 @@ two, kept exactly below them (:func:`_narrow`).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import add
 
 INF = 1 << 60
 _TOP = (1 << 31) - 1  # INF in a MinTree
@@ -47,11 +50,16 @@ def capacity_for(n: int) -> int:
     return cap
 
 
-def _gather(leaves: array[int], empty: int, source: Sequence[int]) -> list[int]:
-    """``leaves[k]`` for each ``k`` of ``source`` (``empty`` for -1)."""
-    values = leaves.tolist()
-    values.append(empty)  # what -1 reads
-    return [values[k] for k in source]
+def _gather(
+    leaves: tuple[list[int], list[int], list[int]], source: Sequence[int]
+) -> tuple[list[int], list[int], list[int]]:
+    """Each list of ``leaves`` (a prefix tree's sums, minima, triggers) read at each
+    ``k`` of ``source`` (an empty leaf for -1; the lists are appended to)."""
+    out = []
+    for values, empty in zip(leaves, (0, INF, 0), strict=True):
+        values.append(empty)  # what -1 reads
+        out.append([values[k] for k in source])
+    return out[0], out[1], out[2]
 
 
 def _cover(cap: int, lo: int, hi: int) -> list[int]:
@@ -98,34 +106,56 @@ class PrefixTree:
         """A tree of ``cap`` leaves whose leaf ``k`` is ``fresh[k]`` where given, else
         this tree's leaf ``source[k]`` (empty where that is -1): the same blocks at
         other slots, some of them new."""
-        tree = PrefixTree(cap)
-        old = self.cap
-        sums = _gather(self.sum[old:], 0, source)
-        mins = _gather(self.mn[old:], INF, source)
-        trigs = _gather(self.trig[old:], 0, source)
+        sums, mins, trigs = _gather(self.leaves(), source)
         for k, (a, b, c) in fresh.items():
             sums[k], mins[k], trigs[k] = a, b, c
-        n = len(source)
+        return PrefixTree._of(cap, sums, mins, trigs)
+
+    def leaves(self) -> tuple[list[int], list[int], list[int]]:
+        """Copies of the leaves' sums, minimum prefixes and triggers (index = leaf),
+        to change and give to :meth:`gathered`."""
+        cap = self.cap
+        return self.sum[cap:].tolist(), self.mn[cap:].tolist(), self.trig[cap:].tolist()
+
+    @staticmethod
+    def gathered(
+        cap: int, source: Sequence[int], leaves: tuple[list[int], list[int], list[int]]
+    ) -> PrefixTree:
+        """A tree of ``cap`` leaves whose leaf ``k`` is leaf ``source[k]`` of ``leaves``
+        (:meth:`leaves`' lists, which it appends to; empty where that is -1)."""
+        return PrefixTree._of(cap, *_gather(leaves, source))
+
+    @staticmethod
+    def _of(cap: int, sums: list[int], mins: list[int], trigs: list[int]) -> PrefixTree:
+        """The tree of leaves 0..len - 1 as given (the rest empty): the inner nodes
+        above the last leaf that is not empty are made, the others are empty already."""
+        tree = PrefixTree(cap)
+        n = len(sums)
         tree.sum[cap : cap + n] = array("q", sums)
         tree.mn[cap : cap + n] = array("q", mins)
         tree.trig[cap : cap + n] = array("i", trigs)
-        tree._build()
+        while n and mins[n - 1] == INF and not sums[n - 1] and not trigs[n - 1]:
+            n -= 1
+        tree._build(n)
         return tree
 
-    def _build(self) -> None:
+    def _build(self, used: int | None = None) -> None:
         """Make every inner node from its children, a level at a time (each level in
         one pass over slices of the arrays: the sums, minima and trigger counts of
-        :meth:`set`)."""
+        :meth:`set`); with ``used``, only those above leaves 0..``used`` - 1 (the rest
+        of a new tree is empty)."""
         s, m, t = self.sum, self.mn, self.trig
         width = self.cap
+        used = width if used is None else used
         while width > 1:
-            half, end = width // 2, 2 * width
-            left, right = s[width:end:2], s[width + 1 : end : 2]
-            s[half:width] = array("q", [x + y for x, y in zip(left, right, strict=True)])
-            low = zip(m[width:end:2], left, m[width + 1 : end : 2], strict=True)
-            m[half:width] = array("q", [x if x < (y := a + b) else y for x, a, b in low])
-            counts = zip(t[width:end:2], t[width + 1 : end : 2], strict=True)
-            t[half:width] = array("i", [x + y for x, y in counts])
+            half = width // 2
+            used = (used + 1) // 2  # the inner nodes of this level above used leaves
+            end = width + 2 * used
+            left = s[width:end:2]
+            s[half : half + used] = array("q", map(add, left, s[width + 1 : end : 2]))
+            low = zip(m[width:end:2], map(add, left, m[width + 1 : end : 2]), strict=True)
+            m[half : half + used] = array("q", [x if x < y else y for x, y in low])
+            t[half : half + used] = array("i", map(add, t[width:end:2], t[width + 1 : end : 2]))
             width = half
 
     def set(self, i: int, total: int, low: int, trig: int) -> None:
@@ -217,17 +247,34 @@ class MinTree:
         self.mn[cap : cap + len(values)] = array("i", map(_narrow, values))
         self._build()
 
-    def moved(self, cap: int, source: Sequence[int], fresh: dict[int, int]) -> MinTree:
-        """A tree of ``cap`` leaves whose leaf ``k`` is ``fresh[k]`` where given, else
-        this tree's leaf ``source[k]`` (empty where that is -1): the same values at
-        other slots, some of them new."""
+    def moved(self, cap: int, where: Callable[[int], int], fresh: dict[int, int]) -> MinTree:
+        """A tree of ``cap`` leaves holding each value of this tree that is not INF at
+        leaf ``where(k)`` for its leaf ``k`` (dropped where that is -1), and ``fresh[k]``
+        at leaf ``k`` where given: the same values at other slots, some of them new.
+        The values are found from the root down and only the inner nodes above them
+        are made (the rest of a new tree is INF already), so a tree holding few values
+        (most entries hidden) moves in O(values × log cap), not O(cap)."""
         tree = MinTree(cap)
-        values = _gather(self.mn[self.cap :], _TOP, source)
+        m, old = self.mn, self.cap
+        leaves: dict[int, int] = {}
+        for k in self._held():
+            new = where(k)
+            if new >= 0:
+                leaves[new] = m[old + k]
         for k, value in fresh.items():
-            values[k] = _narrow(value)
-        tree.mn[cap : cap + len(values)] = array("i", values)
-        tree._build()
+            leaves[k] = _narrow(value)
+        tree._put(leaves)
         return tree
+
+    def _held(self) -> list[int]:
+        """The leaves whose value is not INF, left to right."""
+        m, cap = self.mn, self.cap
+        if m[1] == _TOP:
+            return []
+        level = [1]
+        while level[0] < cap:  # the nodes of one depth holding a value, a depth at a time
+            level = [c for j in level for c in (2 * j, 2 * j + 1) if m[c] != _TOP]
+        return [j - cap for j in level]
 
     def _build(self) -> None:
         """Make every inner node the minimum of its children, a level at a time."""
@@ -273,9 +320,13 @@ class MinTree:
         """Set each leaf of ``leaves`` (leaf → value), then the minima above them, each
         once (all of them when the leaves are many): the tree :meth:`set` of each leaf
         would leave, for fewer operations."""
+        self._put({i: _narrow(value) for i, value in leaves.items()})
+
+    def _put(self, leaves: dict[int, int]) -> None:
+        """:meth:`set_many` of values kept as they are (narrowed already)."""
         cap, m = self.cap, self.mn
         for i, value in leaves.items():
-            m[cap + i] = _narrow(value)
+            m[cap + i] = value
         if 4 * len(leaves) > cap:
             above = range(cap - 1, 0, -1)
             for j in above:

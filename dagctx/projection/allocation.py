@@ -715,16 +715,22 @@ class Allocation:
         accounted = self._account(list(changed))
         assert accounted is not None  # containers' floors checked above
         touched, _ = accounted
-        refloored = self._refloor(relevelled, touched)
         old_slot = old.slot
+        # pass A's leaves by old slot: those of the refloored files written as they are
+        # found, then those of the other entries touched
+        leaves = sums, mins, trigs = old.a_tree.leaves()
+        refloored = self._refloor(relevelled, touched, leaves, old_slot)
+        for i in touched:
+            k = old_slot[i]
+            sums[k], mins[k], trigs[k] = self._a_leaf(i)
+        touched |= refloored
         self.order = order = DegradeOrder(self.layout)
         self.slot, self.entry_at, self.cap = order.slot, order.entry_at, order.cap
         self.edge = order.top_edge(TOP_FILE_SCAN)
         slot, cap = order.slot, order.cap
         source = [old_slot[i] if i >= 0 else -1 for i in order.entry_at]
         self.stop = _NO_STOP
-        leaves = {slot[i]: refloored.get(i) or self._a_leaf(i) for i in touched}
-        self.a_tree = old.a_tree.moved(cap, source, leaves)
+        self.a_tree = PrefixTree.gathered(cap, source, leaves)
         self.b_tree = None
         if old.b_tree is not None:  # an entry pass A covers has an empty leaf whatever it is
             owner = self.owner
@@ -732,27 +738,40 @@ class Allocation:
             self.b_tree = old.b_tree.moved(cap, source, b_leaves)
         vis = self.vis  # a hidden entry's keys are INF, as they were
         shown = [i for i in touched if vis[i]]
-        self.f_tree = old.f_tree.moved(cap, source, {slot[i]: self._up_key(i) for i in shown})
+        old_entry_at = old.entry_at
+
+        def where(k: int) -> int:  # the new slot of the entry at old slot k
+            i = old_entry_at[k]
+            return slot[i] if i >= 0 else -1
+
+        self.f_tree = old.f_tree.moved(cap, where, {slot[i]: self._up_key(i) for i in shown})
         refresh.extend(shown)
-        self.c_tree = old.c_tree.moved(cap, source, {slot[i]: self._cut_key(i) for i in refresh})
+        self.c_tree = old.c_tree.moved(cap, where, {slot[i]: self._cut_key(i) for i in refresh})
         return True
 
     def _refloor(
-        self, relevelled: Iterable[int], touched: set[int]
-    ) -> dict[int, tuple[int, int, int]]:
+        self,
+        relevelled: Iterable[int],
+        touched: set[int],
+        leaves: tuple[list[int], list[int], list[int]],
+        at: Sequence[int],
+    ) -> set[int]:
         """Give the files of ``relevelled`` (their nodes unchanged, their levels moved)
         that became related or unrelated to the focus their new floor (:meth:`_floor`:
-        a name, or left out), and their owners' frontier sums the difference; each of
-        them and those owners go in ``touched``. Returns the files' new pass A leaves
-        (:meth:`_a_leaf`, from the costs at hand)."""
-        leaves: dict[int, tuple[int, int, int]] = {}
+        a name, or left out), and their owners' frontier sums the difference (the
+        owners go in ``touched``). Each of those files' new pass A leaf
+        (:meth:`_a_leaf`, from the costs at hand) is written in ``leaves`` (sums,
+        minimum prefixes, triggers) at its index in ``at``; returns those files."""
+        done: set[int] = set()
         if self.focus is None:
-            return leaves  # no file is left out for being unrelated
+            return done  # no file is left out for being unrelated
         layout, kids, f1, sa, owner, va, cost = (
             self.layout, self.kids, self.f1, self.sa, self.owner, self.va, self.cost,
         )  # fmt: skip
         requested, ref, level, nodes = layout.requested, layout.ref, layout.level, layout.nodes
         counted = self.cache.counted
+        sums, mins, trigs = leaves
+        add = touched.add
         for i in relevelled:
             f = f1[i]
             if kids[i] or ref[i] or (f == OMIT) == (level[i] < _RELATED_LEVEL):  # unrelated
@@ -764,11 +783,12 @@ class Allocation:
             else:
                 continue  # its min_state is above a name: never left out
             r, k = requested[i], 5 * i
-            was, now = sa[i], min(r, floor)
+            was, now = sa[i], r if r < floor else floor
             f1[i], sa[i] = floor, now
-            touched.add(i)
+            done.add(i)
+            j = at[i]
             if r < COLLAPSED:
-                leaves[i] = (0, INF, 0)
+                sums[j], mins[j], trigs[j] = 0, INF, 0
                 continue
             named = cost[k + COLLAPSED]  # c(i, COLLAPSED), inline
             if named < 0:
@@ -776,13 +796,13 @@ class Allocation:
             o = owner[i]
             if o >= 0 and was != now:  # one of them is OMIT (no cost), the other a name
                 va[o] += named if now else -named
-                touched.add(o)
+                add(o)
             if r <= floor:
-                leaves[i] = (0, INF, 0)
+                sums[j], mins[j], trigs[j] = 0, INF, 0
                 continue
             top = cost[k] if cost[k] >= 0 else self.c(i, r)  # _r
             if floor == OMIT:
-                leaves[i] = (-top, -top, 1)
+                sums[j], mins[j], trigs[j] = -top, -top, 1
                 continue
             low = named
             for state in range(COLLAPSED + 1, r):
@@ -791,8 +811,10 @@ class Allocation:
                     known = counted(nodes[i], state)
                 if known < low:
                     low = known if known > 0 else 0
-            leaves[i] = (named - top, low - top, 0)
-        return leaves
+                    if not low:  # no level costs less than nothing
+                        break
+            sums[j], mins[j], trigs[j] = named - top, low - top, 0
+        return done
 
     def moves_many(self, changed: Iterable[int]) -> bool:
         """Whether :meth:`apply_changes` of ``changed`` would give up for moving the keys of
