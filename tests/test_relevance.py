@@ -1327,6 +1327,29 @@ class TestBm25Postings:
                     assert ids == {n for n, doc in index.docs.items() if term in doc[1]}
 
 
+class TestSeeds:
+    @settings(max_examples=200, deadline=None)
+    @given(
+        scores=st.dictionaries(
+            st.text("abc", min_size=1, max_size=3),
+            st.sampled_from([0.25, 0.5, 0.5000001, 1.0, 3.0]),
+            max_size=30,
+        ),
+        n=st.integers(1, 20),
+    )
+    def test_the_best_scores_are_those_of_a_full_ordering(
+        self, scores: dict[str, float], n: int
+    ) -> None:
+        """The PageRank's seeds (the best lexical matches, ties by id) are found from the
+        n-th best score, then only the items at least that good are ordered: the same
+        items in the same order as ordering every item."""
+        from heapq import nsmallest
+
+        from dagctx.projection.relevance import _best, _best_first
+
+        assert _best(scores, n) == nsmallest(n, scores.items(), key=_best_first)
+
+
 class TestDegradeOrder:
     def test_a_key_moved_into_a_large_block_moves_few_entries(self) -> None:
         """Blocks are laid out with a hole every HOLE_EVERY entries: an entry whose key

@@ -72,7 +72,7 @@ from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass
-from heapq import nsmallest
+from heapq import nlargest, nsmallest
 
 from dagctx._words import terms
 from dagctx.nodes.base import Node
@@ -352,18 +352,18 @@ class Bm25Index:
         get = got.get
         for term, (w_content, w_path) in weights.items():
             self.holding(term)
-            for nid, saturated in self.saturated[term].items():
-                got[nid] = get(nid, 0.0) + w_content * saturated
+            postings = self.saturated[term]
+            if got:
+                for nid, saturated in postings.items():
+                    got[nid] = get(nid, 0.0) + w_content * saturated
+            else:  # the first term's parts: 0.0 + x is x
+                got = {nid: w_content * saturated for nid, saturated in postings.items()}
+                get = got.get
             path_weight = PATH_WEIGHT * w_path
             for nid in self.path_postings.get(term, ()):
                 got[nid] = get(nid, 0.0) + path_weight
         match = self.match
-        out: dict[str, float] = {}
-        for nid, value in got.items():
-            value = value / best * match[nid]
-            if value > 0:
-                out[nid] = value
-        return out
+        return {nid: v for nid, value in got.items() if (v := value / best * match[nid]) > 0}
 
     def matching(self, query: Iterable[str]) -> set[str]:
         """Ids of the files whose content or path holds a term of ``query``."""
@@ -592,7 +592,7 @@ class Relevance:
         if self._ranked is not None:
             best = [(nid, -negative) for negative, nid in self._ranked[:SEED_FILES]]
         else:
-            best = nsmallest(SEED_FILES, self._lexical.items(), key=_best_first)
+            best = _best(self._lexical, SEED_FILES)
         seeds = dict(best)
         top = best[0][1] if best else 1.0
         recent = self._recent
@@ -660,7 +660,7 @@ class Relevance:
             self._context_scores()
         else:
             self._graph, self._recent = {}, {}
-        return self._settle(layout, self._moved_parts(layout, old, changed))
+        return self._settle(layout, *self._moved_parts(layout, old, changed))
 
     def refocus(self, layout: Layout, changed: list[int]) -> list[int] | None:
         """Level again after the focus changed (and the nodes at entries ``changed``):
@@ -676,18 +676,19 @@ class Relevance:
             self._context_scores()
         else:
             self._graph, self._recent = {}, {}
-        return self._settle(layout, self._moved_parts(layout, old, changed))
+        return self._settle(layout, *self._moved_parts(layout, old, changed))
 
     def _moved_parts(
         self, layout: Layout, old: tuple[dict[str, float], ...], changed: list[int]
-    ) -> dict[int, int]:
+    ) -> tuple[dict[int, int], list[int]]:
         """``changed`` and the entries of the files whose score parts differ from
         ``old`` (the lexical ones only when every file was scored again) so much that
         their bucket moved (the tier of a file not changed stays), each → its own new
         level where that is known from its bucket and kept tier (-1: to be found,
-        :meth:`_own`; a container's from its children). When every file was scored
-        again, a file with a lexical part alone (most) gets its bucket from that part
-        in one pass over the new scores (:meth:`_lexical_buckets`)."""
+        :meth:`_own`; a container's from its children); and the files given their new
+        level already. When every file was scored again, a file with a lexical part
+        alone (most) gets its level from that part in one pass over the new scores
+        (:meth:`_lexical_buckets`, which sets it)."""
         first, level, end = layout.first, layout.level, layout.end
         lexical, graph, recent = new = (self._lexical, self._graph, self._recent)
         moved: set[str] = set()  # the files of the context parts that moved (few)
@@ -698,14 +699,15 @@ class Relevance:
             moved.update([nid for nid, value in after.items() if get(nid) != value])
             moved.update([nid for nid in before if nid not in after])
         context = graph.keys() | recent.keys()  # few: most files have a lexical part alone
-        todo: dict[int, int] = {}
+        todo: dict[int, int] = dict.fromkeys(changed, -1)  # found again whatever their parts
+        done: list[int] = []
         if self._rescored_all and old[0] is not lexical:  # every file scored again
-            self._lexical_buckets(layout, old[0], context, todo)
+            done = self._lexical_buckets(layout, old[0], context, todo)
             moved.update(context)  # a file with a context part: as below
         lexical_of, graph_of, recent_of = lexical.get, graph.get, recent.get
         for nid in moved:
             i = first.get(nid)
-            if i is None:
+            if i is None or i in todo:
                 continue
             combined = lexical_of(nid, 0.0)  # + 0.0 twice (no context part) is the same
             if nid in context:  # the same sum as _own's, term by term
@@ -720,8 +722,7 @@ class Relevance:
             b = bucket(combined)
             if b != level[i] // TIERS:
                 todo[i] = b * TIERS + level[i] % TIERS
-        todo.update(dict.fromkeys(changed, -1))  # found again whatever their parts
-        return todo
+        return todo, done
 
     def _lexical_buckets(
         self,
@@ -729,19 +730,21 @@ class Relevance:
         before: dict[str, float],
         context: Set[str],
         todo: dict[int, int],
-    ) -> None:
-        """Put in ``todo`` each file of the new lexical scores or of ``before`` (the old
-        ones), outside ``context``, whose bucket by its lexical score alone (what
-        :func:`bucket` of :meth:`_own`'s sum gives when the other parts are 0) is not the
-        one its level holds → its new level (its tier kept); a container → -1."""
+    ) -> list[int]:
+        """Give each file of the new lexical scores or of ``before`` (the old ones),
+        outside ``context`` and ``todo``, whose bucket by its lexical score alone (what
+        :func:`bucket` of :meth:`_own`'s sum gives when the other parts are 0) is not
+        the one its level holds its new level (its tier kept); returns those files.
+        A container among them goes in ``todo`` (-1: from its children)."""
         first, level, end = layout.first.get, layout.level, layout.end
         top, steps = BUCKETS - 1, BUCKET_STEPS
         lexical = self._lexical
+        done: list[int] = []
         for nid, value in lexical.items():
             if nid in context:
                 continue
             i = first(nid)
-            if i is None:
+            if i is None or i in todo:
                 continue
             if end[i] > i + 1:
                 todo[i] = -1
@@ -752,25 +755,29 @@ class Relevance:
                 b = 1 + (b if b < top else top)
             lv = level[i]
             if b != lv // TIERS:
-                todo[i] = b * TIERS + lv % TIERS
+                level[i] = b * TIERS + lv % TIERS
+                done.append(i)
         for nid in before:
             if nid in lexical or nid in context:
                 continue
             i = first(nid)
-            if i is None:
+            if i is None or i in todo:
                 continue
             if end[i] > i + 1:
                 todo[i] = -1
             elif level[i] >= TIERS:  # bucket 0 now
-                todo[i] = level[i] % TIERS
+                level[i] %= TIERS
+                done.append(i)
+        return done
 
-    def _settle(self, layout: Layout, todo: dict[int, int]) -> list[int]:
+    def _settle(self, layout: Layout, todo: dict[int, int], done: list[int]) -> list[int]:
         """Give the entries of ``todo`` their own level (the one given, or
-        :meth:`_own` where that is -1), and their containers the best of theirs and
-        their children's; returns the entries whose level changed."""
+        :meth:`_own` where that is -1), and their containers and those of the files
+        ``done`` (given their new level already) the best of theirs and their
+        children's; returns the entries whose level changed (``done`` first)."""
         nodes, parent, level, end = layout.nodes, layout.parent, layout.level, layout.end
         inherited = self._inherited
-        moved: list[int] = []
+        moved = done
         starts: set[int] = set()  # containers to level again, with those above them
         for i, own in todo.items():
             if end[i] > i + 1:
@@ -834,6 +841,16 @@ class Relevance:
 
 def _best_first(item: tuple[str, float]) -> tuple[float, str]:
     return (-item[1], item[0])
+
+
+def _best(scores: dict[str, float], n: int) -> list[tuple[str, float]]:
+    """The ``n`` best (id, score) of ``scores``, best first, ties by id: the ``n``-th
+    best score is found over the floats alone, then only the items scoring at least
+    that are ordered."""
+    if len(scores) <= n:
+        return sorted(scores.items(), key=_best_first)
+    least = nlargest(n, scores.values())[-1]
+    return sorted([item for item in scores.items() if item[1] >= least], key=_best_first)[:n]
 
 
 def _children(layout: Layout, p: int) -> Iterable[int]:
