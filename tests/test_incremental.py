@@ -19,7 +19,7 @@ from dagctx import CycleError, DagctxError, NodeState, Session
 from dagctx.graph import ContextGraph
 from dagctx.nodes.group import GroupNode
 from dagctx.projection import Projection, SectionCache, allocation, build_projection
-from dagctx.projection._segtree import MinTree, PrefixTree, capacity_for
+from dagctx.projection._segtree import MinTree, PrefixTree
 from dagctx.projection.assembly import Body
 from dagctx.projection.bands import STABLE, ends
 from dagctx.projection.prefix import stable_prefix
@@ -253,7 +253,7 @@ class TestShiftedLeaves:
     def test_a_shift_equals_a_load(
         self, leaves: list[tuple[int, int, int]], data: st.DataObject
     ) -> None:
-        cap = capacity_for(len(leaves) + 1)
+        cap = 1 << len(leaves).bit_length()  # a power of two above the leaves
         lo = data.draw(st.integers(0, len(leaves) - 1))
         hi = data.draw(st.integers(lo + 2, len(leaves) + 1))
         moved = leaves[: lo + 1] + leaves[lo : hi - 1] + leaves[hi:]

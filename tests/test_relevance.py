@@ -26,6 +26,7 @@ from dagctx.cli import main
 from dagctx.nodes.focus import FocusNode
 from dagctx.nodes.text import TextNode
 from dagctx.projection import Projection, SectionCache, allocation, build_projection
+from dagctx.projection.order import DegradeOrder
 from dagctx.projection.projector import Projector
 from dagctx.projection.relevance import (
     CHANGELOG_WEIGHT,
@@ -565,11 +566,12 @@ class TestBreadthBeforeDepth:
     def test_the_top_files_are_the_last_entries_of_the_order_not_its_last_slots(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        # The degrade order's slots run up to a power of two: above its last entry lie
-        # empty slots, more of them than TOP_FILE_SCAN here (as at 100k files with the
-        # real 4,096). Counted in slots, the search for the best files found none and
-        # the four long files were left outlines.
+        # Above the degrade order's last entry lie empty slots (the last block's gap),
+        # here more of them than TOP_FILE_SCAN (as at 100k files with the real 4,096,
+        # when the slots ran up to a power of two). Counted in slots, the search for the
+        # best files found none and the four long files were left outlines.
         monkeypatch.setattr(allocation, "TOP_FILE_SCAN", 8)
+        monkeypatch.setattr(DegradeOrder, "_gap", lambda self, size: 16)
         root = _four_long_files_to_restore(tmp_path)
         with Session(root, budget=3500) as s:
             scan_tree(s, ".")

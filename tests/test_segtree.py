@@ -76,9 +76,16 @@ def _permutation(draw: st.DrawFn, cap: int) -> list[int]:
     return [-1 if k in holes else old[k] for k in range(cap)]
 
 
+_POWERS = st.sampled_from([1, 2, 8, 32])
+
+
 @st.composite
-def _moves(draw: st.DrawFn, leaf: st.SearchStrategy[object]) -> tuple[list, list[int], dict]:
-    cap = draw(st.sampled_from([1, 2, 8, 32]))
+def _moves(
+    draw: st.DrawFn,
+    leaf: st.SearchStrategy[object],
+    caps: st.SearchStrategy[int] = _POWERS,
+) -> tuple[list, list[int], dict]:
+    cap = draw(caps)
     leaves = draw(st.lists(leaf, min_size=cap, max_size=cap))
     source = _permutation(draw, cap)
     fresh = draw(st.dictionaries(st.integers(0, cap - 1), leaf, max_size=cap))
@@ -169,3 +176,142 @@ class TestMovedTrees:
         expected = MinTree(cap)
         expected.set_many({cap - 1 - k: v for k, v in values.items()})
         assert moved.mn == expected.mn
+
+
+class TestAnyNumberOfLeaves:
+    """Trees of any number of leaves (the degrade order's slots, no padding up to a
+    power of two) answer every search as plain lists do, after loads, sets, shifts and
+    batches of sets."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.integers(1, 70).flatmap(
+            lambda cap: st.tuples(
+                st.just(cap),
+                st.lists(_BLOCKS, min_size=cap, max_size=cap),
+                st.lists(st.tuples(st.integers(0, cap - 1), _BLOCKS), max_size=10),
+                st.lists(
+                    st.tuples(st.integers(0, cap), st.integers(0, cap), _BOUNDS),
+                    min_size=1,
+                    max_size=10,
+                ),
+            )
+        )
+    )
+    def test_prefix_tree_searches(
+        self,
+        case: tuple[
+            int,
+            list[tuple[int, int, int]],
+            list[tuple[int, tuple[int, int, int]]],
+            list[tuple[int, int, int]],
+        ],
+    ) -> None:
+        cap, leaves, sets, queries = case
+        tree = PrefixTree(cap)
+        tree.load(leaves)
+        plain = list(leaves)
+        for i, block in sets:
+            tree.set(i, *block)
+            plain[i] = block
+        sums = [0]
+        for a, _, _ in plain:
+            sums.append(sums[-1] + a)
+        assert tree.total() == sums[-1]
+        triggers = [i for i, (_, _, c) in enumerate(plain) if c]
+        assert tree.first_trigger() == (triggers[0] if triggers else cap)
+        for lo, hi, bound in queries:
+            assert tree.prefix(lo) == sums[lo]
+            hits = [i for i in range(lo, hi) if sums[i] + plain[i][1] <= bound]
+            expected = (hits[0], sums[hits[0]]) if hits else (-1, 0)
+            assert tree.find_first(bound, lo, hi) == expected
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.integers(1, 70).flatmap(
+            lambda cap: st.tuples(
+                st.lists(_VALUES, min_size=cap, max_size=cap),
+                st.dictionaries(st.integers(0, cap - 1), _VALUES, max_size=cap),
+                st.lists(st.tuples(st.integers(-1, cap), _BOUNDS), min_size=1, max_size=10),
+            )
+        )
+    )
+    def test_min_tree_searches(
+        self, case: tuple[list[int], dict[int, int], list[tuple[int, int]]]
+    ) -> None:
+        values, leaves, queries = case
+        cap = len(values)
+        one_by_one, at_once = MinTree(cap), MinTree(cap)
+        one_by_one.load(values)
+        at_once.load(values)
+        plain = list(values)
+        for i, value in leaves.items():
+            one_by_one.set(i, value)
+            plain[i] = value
+        at_once.set_many(leaves)
+        assert at_once.mn == one_by_one.mn
+        for hi, bound in queries:
+            hits = [i for i in range(hi) if plain[i] <= bound]
+            assert one_by_one.find_last(hi, bound) == (hits[-1] if hits else -1)
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(_BLOCKS, min_size=2, max_size=70), st.data())
+    def test_a_shift_equals_a_load(
+        self, leaves: list[tuple[int, int, int]], data: st.DataObject
+    ) -> None:
+        cap = len(leaves)
+        lo = data.draw(st.integers(0, cap - 2))
+        hi = data.draw(st.integers(lo + 2, cap))
+        moved = leaves[: lo + 1] + leaves[lo : hi - 1] + leaves[hi:]
+        prefix, again = PrefixTree(cap), PrefixTree(cap)
+        prefix.load(leaves)
+        prefix.shift(lo, hi)
+        again.load(moved)
+        assert (prefix.sum, prefix.mn, prefix.trig) == (again.sum, again.mn, again.trig)
+        keys, fresh_keys = MinTree(cap), MinTree(cap)
+        keys.load([b for _, b, _ in leaves])
+        keys.shift(lo, hi)
+        fresh_keys.load([b for _, b, _ in moved])
+        assert keys.mn == fresh_keys.mn
+
+    @settings(max_examples=200, deadline=None)
+    @given(_moves(_BLOCKS, st.integers(1, 40)), _moves(_VALUES, st.integers(1, 40)))
+    def test_moved_and_gathered_trees_are_the_trees_of_their_leaves(
+        self,
+        blocks: tuple[list[tuple[int, int, int]], list[int], dict[int, tuple[int, int, int]]],
+        values: tuple[list[int], list[int], dict[int, int]],
+    ) -> None:
+        leaves, source, fresh = blocks
+        cap = len(leaves)
+        old = PrefixTree(cap)
+        old.load(leaves)
+        placed = [leaves[k] if k >= 0 else (0, INF, 0) for k in source]
+        expected = PrefixTree(cap)
+        for k, block in enumerate(placed):
+            expected.set(k, *block)
+        gathered = PrefixTree.gathered(cap, source, old.leaves())
+        assert (gathered.sum, gathered.mn, gathered.trig) == (
+            expected.sum,
+            expected.mn,
+            expected.trig,
+        )
+        for k, block in fresh.items():
+            expected.set(k, *block)
+        moved = old.moved(cap, source, fresh)
+        assert (moved.sum, moved.mn, moved.trig) == (expected.sum, expected.mn, expected.trig)
+        numbers, source, fresh_values = values
+        cap = len(numbers)
+        tree = MinTree(cap)
+        tree.load(numbers)
+        where = [-1] * cap
+        for k, was in enumerate(source):
+            if was >= 0:
+                where[was] = k
+        asked: list[int] = []
+        moved_values = tree.moved(cap, lambda k: asked.append(k) or where[k], fresh_values)
+        assert asked == sorted(k for k, v in enumerate(numbers) if v < INF)
+        expected_values = MinTree(cap)
+        for k, was in enumerate(source):
+            value = numbers[was] if was >= 0 else INF
+            expected_values.set(k, fresh_values.get(k, value))
+        assert moved_values.mn == expected_values.mn

@@ -12,12 +12,20 @@ of inner nodes in one pass over slices of the arrays, a :class:`MinTree` (whose 
 are mostly INF: hidden entries are no candidates) from the leaves holding a value and
 the inner nodes above them.
 
+A tree of ``cap`` leaves (any number, not only a power of two: the degrade order's
+slots, no padding) keeps them at ``cap``..``2 cap - 1`` of its arrays and each inner
+node ``j`` at ``j``, made from ``2j`` and ``2j + 1``. When ``cap`` is not a power of
+two the leaves lie at two depths and a few inner nodes join the last leaves with the
+first ones out of order; no search reads such a node: a search starts from the nodes
+covering a range of leaves (:func:`_cover`), each the root of a whole subtree of
+consecutive leaves, and the root (node 1) is read only for what order does not change
+(the sum of all leaves, the least of them, whether any leaf holds a value).
+
 Values are machine integers (``array('q')``): no Python objects per leaf. ``INF`` marks
 an empty leaf; sums involving it stay far above any real total. A :class:`MinTree` sums
-nothing, so it keeps its values in 32 bits (``array('i')``, half the bytes; the trees
-span a power of two of slots, often twice the nodes): ``INF`` and ``-INF`` as the
-largest and smallest 32-bit ints, and a real value, a token count or a difference of
-two, kept exactly below them (:func:`_narrow`).
+nothing, so it keeps its values in 32 bits (``array('i')``, half the bytes): ``INF`` and
+``-INF`` as the largest and smallest 32-bit ints, and a real value, a token count or a
+difference of two, kept exactly below them (:func:`_narrow`).
 """
 
 from __future__ import annotations
@@ -42,14 +50,6 @@ def _narrow(value: int) -> int:
     return _BOTTOM + 1 if value <= _BOTTOM else _TOP - 1 if value >= _TOP else value
 
 
-def capacity_for(n: int) -> int:
-    """The smallest power of two >= ``n`` (at least 1)."""
-    cap = 1
-    while cap < n:
-        cap <<= 1
-    return cap
-
-
 def _gather(
     leaves: tuple[list[int], list[int], list[int]], source: Sequence[int]
 ) -> tuple[list[int], list[int], list[int]]:
@@ -62,8 +62,26 @@ def _gather(
     return out[0], out[1], out[2]
 
 
+def _spans(cap: int, used: int) -> list[tuple[int, int]]:
+    """The inner nodes above leaves 0..``used`` - 1 of a tree of ``cap`` leaves, as
+    ranges ``[lo, hi)``: the parents of those leaves, then the parents of those, up to
+    the root. Made in this order, each node is made again after the last of its
+    children was (a child made in one range has its parent in the next), so the last
+    making of each is from its children's final values, though the leaves lie at two
+    depths when ``cap`` is not a power of two (a level a range when it is)."""
+    spans = []
+    lo, hi = cap, cap + used
+    while hi > 2:
+        lo, hi = max(1, lo >> 1), ((hi - 1) >> 1) + 1
+        spans.append((lo, hi))
+    return spans
+
+
 def _cover(cap: int, lo: int, hi: int) -> list[int]:
-    """Tree nodes covering leaves [lo, hi), left to right."""
+    """Tree nodes covering leaves [lo, hi), left to right, each the root of a subtree
+    whose leaves are all at one depth and all in the range (the nodes taken at the
+    ``k``-th step up lie between ``lo >> k`` and ``hi >> k`` of that step, so their
+    leaves lie between the range's ends)."""
     left: list[int] = []
     right: list[int] = []
     lo += cap
@@ -140,23 +158,18 @@ class PrefixTree:
         return tree
 
     def _build(self, used: int | None = None) -> None:
-        """Make every inner node from its children, a level at a time (each level in
-        one pass over slices of the arrays: the sums, minima and trigger counts of
-        :meth:`set`); with ``used``, only those above leaves 0..``used`` - 1 (the rest
-        of a new tree is empty)."""
+        """Make every inner node from its children, a range at a time (:func:`_spans`;
+        each range in one pass over slices of the arrays: the sums, minima and trigger
+        counts of :meth:`set`); with ``used``, only those above leaves 0..``used`` - 1
+        (the rest of a new tree is empty)."""
         s, m, t = self.sum, self.mn, self.trig
-        width = self.cap
-        used = width if used is None else used
-        while width > 1:
-            half = width // 2
-            used = (used + 1) // 2  # the inner nodes of this level above used leaves
-            end = width + 2 * used
-            left = s[width:end:2]
-            s[half : half + used] = array("q", map(add, left, s[width + 1 : end : 2]))
-            low = zip(m[width:end:2], map(add, left, m[width + 1 : end : 2]), strict=True)
-            m[half : half + used] = array("q", [x if x < y else y for x, y in low])
-            t[half : half + used] = array("i", map(add, t[width:end:2], t[width + 1 : end : 2]))
-            width = half
+        for lo, hi in _spans(self.cap, self.cap if used is None else used):
+            a, b = 2 * lo, 2 * hi
+            left = s[a:b:2]
+            s[lo:hi] = array("q", map(add, left, s[a + 1 : b : 2]))
+            low = zip(m[a:b:2], map(add, left, m[a + 1 : b : 2]), strict=True)
+            m[lo:hi] = array("q", [x if x < y else y for x, y in low])
+            t[lo:hi] = array("i", map(add, t[a:b:2], t[a + 1 : b : 2]))
 
     def set(self, i: int, total: int, low: int, trig: int) -> None:
         """Set leaf ``i`` to a block with sum ``total``, minimum prefix ``low``."""
@@ -182,8 +195,8 @@ class PrefixTree:
         s[a + 1 : b + 1], m[a + 1 : b + 1], t[a + 1 : b + 1] = s[a:b], m[a:b], t[a:b]
         a >>= 1
         b >>= 1
-        while a:
-            for j in range(a, b + 1):
+        while b:  # up to the root: with leaves at two depths, a may reach 0 before b
+            for j in range(a or 1, b + 1):
                 lft = 2 * j
                 s[j] = s[lft] + s[lft + 1]
                 x, y = m[lft], s[lft] + m[lft + 1]
@@ -202,13 +215,15 @@ class PrefixTree:
 
     def first_trigger(self) -> int:
         """Index of the first leaf with a trigger, or ``cap`` if none."""
-        t = self.trig
+        t, cap = self.trig, self.cap
         if not t[1]:
-            return self.cap
-        j = 1
-        while j < self.cap:
-            j = 2 * j if t[2 * j] else 2 * j + 1
-        return j - self.cap
+            return cap
+        for j in _cover(cap, 0, cap):
+            if t[j]:
+                while j < cap:
+                    j = 2 * j if t[2 * j] else 2 * j + 1
+                return j - cap
+        return cap
 
     def find_first(self, bound: int, lo: int, hi: int) -> tuple[int, int]:
         """First leaf ``i`` in [lo, hi) with prefix(i) + minprefix(leaf i) <= ``bound``.
@@ -271,20 +286,22 @@ class MinTree:
         m, cap = self.mn, self.cap
         if m[1] == _TOP:
             return []
+        held: list[int] = []
         level = [1]
-        while level[0] < cap:  # the nodes of one depth holding a value, a depth at a time
-            level = [c for j in level for c in (2 * j, 2 * j + 1) if m[c] != _TOP]
-        return [j - cap for j in level]
+        while level:  # the nodes of one depth holding a value, a depth at a time
+            held += [j - cap for j in level if j >= cap]
+            level = [c for j in level if j < cap for c in (2 * j, 2 * j + 1) if m[c] != _TOP]
+        if cap & (cap - 1):  # leaves at two depths: the deeper ones came last
+            held.sort()
+        return held
 
     def _build(self) -> None:
-        """Make every inner node the minimum of its children, a level at a time."""
+        """Make every inner node the minimum of its children, a range at a time
+        (:func:`_spans`)."""
         m = self.mn
-        width = self.cap
-        while width > 1:
-            half, end = width // 2, 2 * width
-            pairs = zip(m[width:end:2], m[width + 1 : end : 2], strict=True)
-            m[half:width] = array("i", [x if x < y else y for x, y in pairs])
-            width = half
+        for lo, hi in _spans(self.cap, self.cap):
+            pairs = zip(m[2 * lo : 2 * hi : 2], m[2 * lo + 1 : 2 * hi : 2], strict=True)
+            m[lo:hi] = array("i", [x if x < y else y for x, y in pairs])
 
     def shift(self, lo: int, hi: int) -> None:
         """Move leaves ``lo``..``hi`` - 2 one on, as :meth:`PrefixTree.shift`."""
@@ -293,8 +310,8 @@ class MinTree:
         m[a + 1 : b + 1] = m[a:b]
         a >>= 1
         b >>= 1
-        while a:
-            for j in range(a, b + 1):
+        while b:
+            for j in range(a or 1, b + 1):
                 x, y = m[2 * j], m[2 * j + 1]
                 m[j] = x if x < y else y
             a >>= 1
@@ -333,7 +350,9 @@ class MinTree:
                 x, y = m[2 * j], m[2 * j + 1]
                 m[j] = x if x < y else y
             return
-        level = {(cap + i) >> 1 for i in leaves}  # leaves are all at one depth
+        # a set of parents at a time: a node is made again after the last of its children
+        # (as in _spans), though the leaves lie at two depths when cap is not a power of 2
+        level = {(cap + i) >> 1 for i in leaves}
         while level:
             for j in level:
                 x, y = m[2 * j], m[2 * j + 1]

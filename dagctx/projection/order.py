@@ -26,7 +26,6 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable
 
-from dagctx.projection._segtree import capacity_for
 from dagctx.projection.layout import Layout
 
 SEQ_SHIFT = 16
@@ -51,7 +50,8 @@ class DegradeOrder:
         key: each entry's key (0 for references).
         slot: each entry's slot (-1 for references).
         entry_at: the entry holding each slot (-1: a hole or a gap).
-        cap: the number of slots (a power of two, for the search trees).
+        cap: the number of slots (the search trees' leaves): the blocks' entries, holes
+            and gaps, no more.
     """
 
     __slots__ = (
@@ -102,8 +102,8 @@ class DegradeOrder:
 
     def top_edge(self, count: int) -> int:
         """The lowest slot of the last ``count`` entries in the order (0 when there are
-        no more): the slots above the last block (padding up to a power of two) and the
-        holes and gaps among those entries are not counted."""
+        no more): the gap after the last block and the holes and gaps among those
+        entries are not counted."""
         entry_at = self.entry_at
         s = max(self._end.values(), default=0)
         while count > 0 and s > 0:
@@ -117,7 +117,7 @@ class DegradeOrder:
         # many blocks (one per priority and level) share the room of the gaps
         self._gaps = 8 + sum(len(b) for _, b in blocks) // (16 * max(1, len(blocks)))
         size = sum(len(b) + len(b) // HOLE_EVERY + self._gap(len(b)) for _, b in blocks)
-        self.cap = cap = capacity_for(max(1, size))
+        self.cap = cap = max(1, size)
         self.slot = array("i", [-1]) * len(self.layout)
         self.entry_at = array("i", [-1]) * cap
         self._start: dict[int, int] = {}
