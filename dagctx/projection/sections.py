@@ -95,16 +95,18 @@ def reference_text(node: Node) -> str:
     return section_text(f"(see #{node.id} above: {inline(node.label())})")
 
 
-_FIELD = 32  # bits per count in a packed entry
+_FIELD = 32  # bits per field of a packed entry (the version, each state's count + 1)
 _MASK = (1 << _FIELD) - 1
-_ALL_UNKNOWN = sum(_MASK << (_FIELD * k) for k in range(4))
 
 
 class SectionCache:
     """Token counts per node version and state; see the module docstring.
 
-    Each node's counts are one integer (its version and four 32-bit counts, all ones for
-    "not counted yet"): a few dozen bytes per node instead of a list and its items. The
+    Each node's counts are one integer: its version in the lowest 32 bits, then each
+    visible state's count + 1 in 32 bits (0: not counted yet), so that a node counted
+    at its first states only, as most nodes of a large tree are, holds a small int (32
+    bytes for a file counted by name, where an int of all four fields takes 44). A node
+    whose version does not fit in 32 bits keeps no counts (they are counted again). The
     counter is asked not to remember section texts, which this cache already keys by
     node version.
 
@@ -130,7 +132,7 @@ class SectionCache:
         #: Tokens a section boundary adds (None: counts of this encoding are not summed).
         self.junction = junction_tokens(counter)
         self._extra = self.junction or 0
-        self._counts: dict[str, int] = {}  # node id → version << 128 | packed counts
+        self._counts: dict[str, int] = {}  # node id → packed counts << 32 | version
         self._parked: dict[tuple[str, int, int], str] = {}
         self.renders = 0
         self.renders_at = [0] * len(_STATES)
@@ -140,17 +142,19 @@ class SectionCache:
     def _known(self, node: Node, state: int) -> int:
         """The stored count of ``node`` at visible ``state``, or -1."""
         packed = self._counts.get(node.id)
-        if packed is None or packed >> (4 * _FIELD) != node.version:
+        if packed is None or packed & _MASK != node.version:
             return -1
-        count = (packed >> (_FIELD * (state - 1))) & _MASK
-        return -1 if count == _MASK else count
+        return ((packed >> (_FIELD * state)) & _MASK) - 1
 
     def _store(self, node: Node, state: int, count: int) -> None:
+        version = node.version
+        if version > _MASK:
+            return
         packed = self._counts.get(node.id)
-        if packed is None or packed >> (4 * _FIELD) != node.version:
-            packed = node.version << (4 * _FIELD) | _ALL_UNKNOWN
-        shift = _FIELD * (state - 1)
-        self._counts[node.id] = packed & ~(_MASK << shift) | min(count, _MASK - 1) << shift
+        if packed is None or packed & _MASK != version:
+            packed = version
+        shift = _FIELD * state
+        self._counts[node.id] = packed & ~(_MASK << shift) | (min(count, _MASK - 1) + 1) << shift
 
     def _render(self, node: Node, state: int) -> str:
         self.renders += 1
@@ -243,9 +247,17 @@ class SectionCache:
         return section, self.count(section, remember=remember)
 
     def saved(self, node_id: str) -> int | None:
-        """The counts kept for a node as one int (its version and four counts; see the
-        class docstring), for a saved session to hand back to :meth:`restore`."""
-        return self._counts.get(node_id)
+        """The counts kept for a node as one int, for a saved session to hand back to
+        :meth:`restore`: ``version << 128`` and each visible state's count in 32 bits
+        (all ones: not counted), the first state lowest (the session file's form)."""
+        packed = self._counts.get(node_id)
+        if packed is None:
+            return None
+        saved = (packed & _MASK) << (4 * _FIELD)
+        for k in range(4):
+            count = (packed >> (_FIELD * (k + 1))) & _MASK
+            saved |= (count - 1 if count else _MASK) << (_FIELD * k)
+        return saved
 
     def restore(self, node: Node, packed: int) -> None:
         """Take back counts :meth:`saved` gave for ``node``, if they are for its current
@@ -256,8 +268,15 @@ class SectionCache:
         """
         if not isinstance(packed, int) or isinstance(packed, bool) or packed < 0:
             raise ValueError(f"saved token counts must be an int >= 0, got {packed!r}")
-        if packed >> (4 * _FIELD) == node.version:
-            self._counts[node.id] = packed
+        version = node.version
+        if packed >> (4 * _FIELD) != version or version > _MASK:
+            return
+        kept = version
+        for k in range(4):
+            count = (packed >> (_FIELD * k)) & _MASK
+            if count != _MASK:
+                kept |= (count + 1) << (_FIELD * (k + 1))
+        self._counts[node.id] = kept
 
     def forget(self, node_id: str) -> None:
         """Drop what is cached for a node (it left the graph)."""

@@ -1,0 +1,91 @@
+"""The section cache's counts per node (dagctx.projection.sections.SectionCache): what it
+keeps per node, and the form a saved session holds them in."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dagctx import NodeState
+from dagctx.nodes.base import Node
+from dagctx.nodes.text import TextNode
+from dagctx.projection import SectionCache
+from dagctx.tokens import TokenCounter
+
+_STATES = list(NodeState)[1:]
+_UNKNOWN = (1 << 32) - 1  # a count field of the saved form: all ones, not counted
+
+
+class _Lines(Node):
+    """A node whose render grows with the state (a count per state)."""
+
+    type_name: ClassVar[str] = "test_section_lines"
+    __slots__ = ()
+
+    def render_state(self, state: NodeState) -> str:
+        return "\n".join(f"line {k} of {self.id}" for k in range(3 * state))
+
+    def data_dict(self) -> dict[str, Any]:
+        return {}
+
+
+def _saved_form(version: int, counts: dict[int, int]) -> int:
+    """What a session file holds for counts at ``version``: ``version << 128`` and each
+    visible state's count in 32 bits, all ones for a state not counted."""
+    packed = version << 128
+    for state in _STATES:
+        packed |= counts.get(state, _UNKNOWN) << (32 * (state - 1))
+    return packed
+
+
+class TestCountsPerNode:
+    def test_a_file_counted_by_name_holds_a_small_int(self, tmp_path: Path) -> None:
+        # most files of a large tree are counted at their first state only
+        (tmp_path / "a.py").write_text("x = 1\n" * 50)
+        node = TextNode("a.py", root=tmp_path, id="text_1")
+        cache = SectionCache(TokenCounter())
+        assert cache.tokens(node, NodeState.COLLAPSED) > 0
+        assert sys.getsizeof(cache._counts["text_1"]) <= 32  # was 44: all four fields
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        st.lists(
+            st.one_of(
+                st.tuples(st.just("count"), st.sampled_from(_STATES)),
+                st.tuples(
+                    st.just("version"),
+                    st.one_of(st.integers(0, 3), st.integers(2**32 - 2, 2**32 + 2)),
+                ),
+            ),
+            min_size=1,
+            max_size=12,
+        )
+    )
+    def test_counts_are_the_current_versions_and_saved_in_the_files_form(
+        self, ops: list[tuple[str, int]]
+    ) -> None:
+        node = _Lines(id="n1")
+        cache = SectionCache(TokenCounter())
+        known: dict[int, int] = {}
+        for op, value in ops:
+            if op == "version":
+                if value > node.version:  # versions only grow
+                    node.version, known = value, {}
+            else:
+                count = cache.tokens(node, value)
+                assert count == cache.count(cache.text(node, value))
+                if node.version < 2**32:  # a version past 32 bits keeps no counts
+                    known[value] = count
+            for state in _STATES:
+                assert cache.counted(node, state) == known.get(state, -1)
+            if node.version < 2**32 and known:
+                saved = cache.saved("n1")
+                assert saved == _saved_form(node.version, known)
+                again = SectionCache(TokenCounter())
+                again.restore(node, saved)
+                for state in _STATES:
+                    assert again.counted(node, state) == known.get(state, -1)
