@@ -65,18 +65,23 @@ def stable_text(s: Session) -> str:
     return s.project().text.split(CHANGES_HEADER)[0]
 
 
-def without_sections(text: str, ids: list[str]) -> str:
-    """``text`` less the sections of the nodes ``ids``: each section runs from its heading
-    (a line starting with ``#`` that names ``(#id``) to the next heading (no file content
-    of this model starts a line with ``#``)."""
-    kept: list[str] = []
-    dropping = False
-    for line in text.splitlines(keepends=True):
-        if line.startswith("#"):
-            dropping = any(f"(#{id_})" in line or f"(#{id_}," in line for id_ in ids)
-        if not dropping:
-            kept.append(line)
-    return "".join(kept)
+def without_sections(s: Session, ids: list[str]) -> str:
+    """The stable text less the sections of the nodes ``ids``: each such section, as its
+    node renders at the state the projection shows it, is taken out with the blank line
+    that separates it from the next."""
+    p = s.project()
+    text = p.text.split(CHANGES_HEADER)[0]
+    nodes = {n.id: n for n in s.nodes()}
+    for section in p.sections:
+        if section.node_id in ids:
+            part = nodes[section.node_id].render(section.rendered_state)
+            for joined in (part + "\n\n", part + "\n", part):
+                if joined in text:
+                    text = text.replace(joined, "", 1)
+                    break
+            else:
+                raise AssertionError((part, text))
+    return text
 
 
 class SessionModel(RuleBasedStateMachine):
@@ -313,8 +318,8 @@ class SessionModel(RuleBasedStateMachine):
         self.roots = list(roots) + newer
         assert {n.id: n.state.name for n in self.s.nodes() if n.id in states} == states
         if epoch == self.epoch:
-            after = stable_text(self.s)
-            assert without_sections(after, newer) == text, (text, after)
+            after = without_sections(self.s, newer)
+            assert after == text, (text, after)
 
     # -- invariants -------------------------------------------------------------------
 
