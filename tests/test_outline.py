@@ -335,6 +335,7 @@ class TestGrammars:
             ("add", "function", 18, 20, 0),
             ("helper", "function", 22, 25, 0),  # nested arrows and callbacks left out
             ("LIMIT", "const", 27, 27, 0),
+            ("x", "suite", 29, 31, 0),  # a test suite; the arrow in its callback left out
         ]
         assert by_name(o, "Cart").signature == "export class Cart extends Base"
         assert by_name(o, "Cart").doc == "A shopping cart."
@@ -386,6 +387,44 @@ class TestGrammars:
         assert by_name(o, "redirect").doc == "Redirect to the given url."
         assert by_name(o, "route").signature == "Router.prototype.route = (path) =>"
         assert names("lib/response.js", text) == ["redirect", "route", "handler"]
+
+    def test_javascript_test_suites(self) -> None:
+        """A mocha / jest test file (express's test/*.js) outlines as its suites and tests,
+        nested, each with its title, with the functions a suite defines; other calls with
+        a callback and what the tests' callbacks hold are not outlined."""
+        text = (
+            "var request = require('supertest');\n\n"
+            "describe('res.redirect(url)', function () {\n"
+            "  // the default status\n"
+            "  it('should default to a 302 redirect', function (done) {\n"
+            "    app.use(function (req, res) { res.redirect('http://x'); });\n"
+            "    done();\n"
+            "  })\n\n"
+            "  function helper() {\n    return 1;\n  }\n\n"
+            "  context(`when the url is absolute`, () => {\n"
+            '    test("it\'s encoded", async () => { await helper(); })\n'
+            "  })\n"
+            "})\n\n"
+            "app.get('/', function (req, res) { res.end(); });\n"
+        )
+        o = outline("test/res.redirect.js", text)
+        assert shape(o) == [
+            ("res.redirect(url)", "suite", 3, 17, 0),
+            ("should default to a 302 redirect", "test", 5, 8, 1),
+            ("helper", "function", 10, 12, 1),  # a function the suite defines
+            ("when the url is absolute", "suite", 14, 16, 1),
+            ("it's encoded", "test", 15, 15, 2),
+        ]
+        assert [e.signature for e in o.entries] == [
+            "describe('res.redirect(url)')",
+            "it('should default to a 302 redirect')",
+            "function helper()",
+            "context('when the url is absolute')",
+            'test("it\'s encoded")',
+        ]
+        assert by_name(o, "should default to a 302 redirect").doc == "the default status"
+        ts = outline("spec/cart.spec.ts", "describe('Cart', () => {\n  it('adds', () => {})\n})\n")
+        assert shape(ts) == [("Cart", "suite", 1, 3, 0), ("adds", "test", 2, 2, 1)]
 
     def test_typescript(self) -> None:
         o = outline("repo.ts", TS)
@@ -636,9 +675,12 @@ class TestNames:
         ],
     )  # fmt: skip
     def test_names_are_the_outlines_entries_names(self, path: str, text: str) -> None:
-        """What the reference graph reads: the outline's names, made without signatures
-        and docstrings (the regex outline's where the parser is not used)."""
-        expected = [e.name for e in outline(path, text).entries]
+        """What the reference graph reads: the outline's names but for tests' titles
+        (JS has a suite), made without signatures and docstrings (the regex outline's
+        where the parser is not used)."""
+        entries = outline(path, text).entries
+        expected = [e.name for e in entries if e.kind not in ("suite", "test")]
+        assert len(expected) == len(entries) - (path == "x.js")
         assert names(path, text) == expected and expected
 
     @settings(max_examples=150, deadline=None)

@@ -98,8 +98,9 @@ def outline(path_or_language: str, text: str, *, first_line: int = 1) -> Outline
 
 
 def names(path_or_language: str, text: str) -> list[str]:
-    """The names of the entries of :func:`outline` of ``text`` (same order), made
-    without reading the signatures and docstrings of code definitions."""
+    """The names of the entries of :func:`outline` of ``text`` (same order) that other
+    code can refer to (not a test's title), made without reading the signatures and
+    docstrings of code definitions."""
     language = language_of(path_or_language)
     if language in LANGUAGES:
         data = _parsed_head(text)[1]

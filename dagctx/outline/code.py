@@ -24,8 +24,12 @@ _HEAD_BYTES = 600  # a signature is read from at most this many bytes of its hea
 
 # Definitions whose children are outlined (methods in a class, items in a module);
 # inside anything else (a function body, a type alias) nothing more is looked for.
-_CONTAINERS = frozenset({"class", "struct", "interface", "trait", "impl", "module", "enum"})
-_CLASSLIKE = _CONTAINERS - {"module"}
+# (A "suite" is a JavaScript test suite, ``describe("…", () => …)``; a "test" is its ``it``.)
+_CONTAINERS = frozenset(
+    {"class", "struct", "interface", "trait", "impl", "module", "enum", "suite"}
+)
+_CLASSLIKE = _CONTAINERS - {"module", "suite"}
+TESTS = frozenset({"suite", "test"})  # kinds that name a test, not a definition
 # Nodes around a definition that belong to it: decorators, attributes, export, template.
 _WRAPPERS = frozenset({"decorated_definition", "export_statement", "template_declaration"})
 _LEADING = frozenset(
@@ -47,6 +51,12 @@ _JS = """
 (program (expression_statement (assignment_expression
   left: [(member_expression) (identifier)]
   right: [(arrow_function) (function_expression)]) @function))
+(expression_statement (call_expression function: (identifier) @_call
+  arguments: (arguments . [(string) (template_string)] [(arrow_function) (function_expression)]))
+  @suite (#match? @_call "^(describe|context|suite)$"))
+(expression_statement (call_expression function: (identifier) @_call
+  arguments: (arguments . [(string) (template_string)] [(arrow_function) (function_expression)]))
+  @test (#match? @_call "^(it|test|specify)$"))
 """
 _TS = (
     _JS
@@ -216,9 +226,10 @@ def code_entries(language: str, data: bytes, first_line: int = 1) -> list[Entry]
 
 
 def code_names(language: str, data: bytes) -> list[str]:
-    """The names of :func:`code_entries` (same order), without reading signatures or
+    """The names of :func:`code_entries` that other code can refer to (same order; a
+    JavaScript test suite's or test's title is not one), without reading signatures or
     docstrings. Raises ImportError as it does."""
-    return [_name(node) for _, node, _ in _definitions(language, data)]
+    return [_name(node) for kind, node, _ in _definitions(language, data) if kind not in TESTS]
 
 
 def _definitions(language: str, data: bytes) -> list[tuple[str, tree_sitter.Node, int | None]]:
@@ -228,7 +239,8 @@ def _definitions(language: str, data: bytes) -> list[tuple[str, tree_sitter.Node
     tree = tree_sitter.Parser(lang).parse(data)
     captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
     seen: dict[tuple[int, int], tuple[str, tree_sitter.Node]] = {}
-    for kind in ("function", "method", *sorted(set(captures) - {"function", "method"})):
+    kinds = sorted(k for k in captures if not k.startswith("_"))  # "_call": a predicate's
+    for kind in ("function", "method", *(k for k in kinds if k not in ("function", "method"))):
         for node in captures.get(kind, ()):
             seen.setdefault((node.start_byte, node.end_byte), (kind, node))
     found = sorted(seen.values(), key=lambda kn: (kn[1].start_byte, -kn[1].end_byte))
@@ -264,7 +276,7 @@ def _anchor(node: tree_sitter.Node) -> tree_sitter.Node:
     attributes written before it."""
     parent = node.parent
     if parent is not None and (
-        node.type in ("variable_declarator", "assignment_expression")
+        node.type in ("variable_declarator", "assignment_expression", "call_expression")
         or (node.type == "type_spec" and parent.named_child_count == 1)
     ):
         node = parent  # Go: the comment is above "type", not the spec
@@ -289,10 +301,12 @@ def _text(node: tree_sitter.Node | None) -> str:
 def _name(node: tree_sitter.Node) -> str:
     """The defined name: the ``name`` field, a C declarator's innermost name, an impl's
     ``Trait for Type``, the property (or variable) a JavaScript function is assigned to
-    (``redirect`` of ``res.redirect = function …``)."""
+    (``redirect`` of ``res.redirect = function …``), a JavaScript test's title."""
     name = node.child_by_field_name("name")
     if name is not None:
         return _text(name)
+    if node.type == "call_expression":  # a test suite or test: its title
+        return _title(node)
     if node.type == "assignment_expression":
         left = node.child_by_field_name("left")
         target = left.child_by_field_name("property") if left is not None else None
@@ -304,6 +318,13 @@ def _name(node: tree_sitter.Node) -> str:
     while (down := inner.child_by_field_name("declarator")) is not None:
         inner = down
     return _text(inner) if inner is not node else "?"
+
+
+def _title(call: tree_sitter.Node) -> str:
+    """The first argument of a test call, ``describe('res.redirect(url)', …)``, unquoted."""
+    arguments = call.child_by_field_name("arguments")
+    first = arguments.named_children[0] if arguments is not None else None
+    return " ".join(_text(first)[1:-1].split()) if first is not None else "?"
 
 
 def _head_start(node: tree_sitter.Node) -> int:
@@ -355,7 +376,11 @@ _VALUE_FIELD = {"variable_declarator": "value", "assignment_expression": "right"
 def _signature(node: tree_sitter.Node, data: bytes, kind: str) -> str:
     """The definition's head as written, on one line: from its start (after decorators)
     to its body, ending at the line end after the parameters (or after the first line
-    when it has none); without a body, up to the first ``{``."""
+    when it has none); without a body, up to the first ``{``. A JavaScript test is its
+    call and title: ``it('redirects to the url')``."""
+    if node.type == "call_expression":
+        call = _text(node.child_by_field_name("function"))
+        return clip(f"{call}({_quote(_title(node))})", SIGNATURE_CHARS)
     start = _head_start(node)
     while start < len(data) and data[start : start + 1].isspace():
         start += 1
@@ -373,6 +398,10 @@ def _signature(node: tree_sitter.Node, data: bytes, kind: str) -> str:
         head = f"type {head}"
     head = _AFTER_OPEN.sub(r"\1", _BEFORE_CLOSE.sub(r"\1", " ".join(head.split())))
     return clip(head, SIGNATURE_CHARS)
+
+
+def _quote(title: str) -> str:
+    return f"'{title}'" if "'" not in title else f'"{title}"'
 
 
 _AFTER_OPEN = re.compile(r"([(\[]) ")  # "f( a" from a parameter list written one per line
