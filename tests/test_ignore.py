@@ -370,3 +370,21 @@ class TestPlainDirectories:
             "b/keep.py",
         }
         assert read == ["b/.gitignore"]  # not one failed open per directory
+
+    def test_a_walk_with_stats_yields_the_directories_and_stats_each_file_it_takes(
+        self, tmp_path: Path
+    ) -> None:
+        write(tmp_path, FIXTURE)
+        (tmp_path / "gone").symlink_to(tmp_path / "nowhere")  # a symlink: taken by neither
+        files, dirs = dagctx_view(tmp_path)
+        stats: dict[str, os.stat_result | None] = {}
+        yielded = list(TreeFilter(tmp_path).walk(tmp_path, stats))
+        assert all(is_dir for _, is_dir in yielded)
+        assert {rel for rel, _ in yielded} == dirs
+        assert stats.keys() == files
+        for rel, result in stats.items():
+            assert result is not None
+            assert (result.st_ino, result.st_size) == (
+                os.lstat(tmp_path / rel).st_ino,
+                os.lstat(tmp_path / rel).st_size,
+            )

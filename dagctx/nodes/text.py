@@ -114,6 +114,7 @@ _MTIME_BITS = 96  # st_mtime_ns is a 64-bit time_t in ns: |mtime| < 2**94
 _MTIME_OFFSET = 1 << (_MTIME_BITS - 1)
 _SIZE_MASK = (1 << _SIZE_BITS) - 1
 _MTIME_MASK = (1 << _MTIME_BITS) - 1
+_KEY_SHIFT = _MTIME_BITS + _SIZE_BITS  # the identity's place in a stat key
 
 
 def _identity(st: os.stat_result) -> int:
@@ -131,13 +132,21 @@ def pack_stat(mtime_ns: int, size: int, identity: int) -> StatKey:
     """
     if not (0 <= size <= _SIZE_MASK and -_MTIME_OFFSET <= mtime_ns < _MTIME_OFFSET):
         raise ValueError(f"not a file's mtime and size: {mtime_ns!r}, {size!r}")
-    return identity << (_MTIME_BITS + _SIZE_BITS) | (mtime_ns + _MTIME_OFFSET) << _SIZE_BITS | size
+    return identity << _KEY_SHIFT | (mtime_ns + _MTIME_OFFSET) << _SIZE_BITS | size
 
 
 def unpack_stat(key: StatKey) -> tuple[int, int, int]:
     """(mtime in ns, size, identity) of a :func:`pack_stat` key."""
     mtime = (key >> _SIZE_BITS & _MTIME_MASK) - _MTIME_OFFSET
-    return mtime, key & _SIZE_MASK, key >> (_MTIME_BITS + _SIZE_BITS)
+    return mtime, key & _SIZE_MASK, key >> _KEY_SHIFT
+
+
+def lstat_key(st: os.stat_result) -> StatKey:
+    """The stat key of a file that is not a symlink, from its ``os.lstat`` result: what
+    :func:`pack_stat` gives for its mtime, size and identity, packed in one expression
+    (no range check: a stat result is in range)."""
+    identity = ((st.st_dev << 64 | st.st_ino) << 32 | st.st_mode) << 64 | st.st_ctime_ns
+    return identity << _KEY_SHIFT | (st.st_mtime_ns + _MTIME_OFFSET) << _SIZE_BITS | st.st_size
 
 
 def stat_key(path: str) -> StatKey | None:
@@ -152,7 +161,7 @@ def stat_key(path: str) -> StatKey | None:
     try:
         st = os.lstat(path)
         if not stat.S_ISLNK(st.st_mode):
-            return pack_stat(st.st_mtime_ns, st.st_size, _identity(st))
+            return lstat_key(st)
         target = os.stat(path)
     except (OSError, ValueError):
         return None
@@ -554,7 +563,7 @@ class TextNode(Node):
         """The file's :func:`stat_key`; from ``lstat`` (the file's ``os.lstat`` result,
         taken by the caller) when given and not a symlink's."""
         if lstat is not None and not stat.S_ISLNK(lstat.st_mode):
-            return pack_stat(lstat.st_mtime_ns, lstat.st_size, _identity(lstat))
+            return lstat_key(lstat)
         return stat_key(os.path.join(str(self.root), self.path))
 
     def watch_path(self) -> str:
@@ -585,7 +594,10 @@ class TextNode(Node):
         the caller passes the file's ``lstat`` result (a walk that listed it)."""
         if self._stale:
             return True
-        key = self._key(lstat)
+        if lstat is not None and not stat.S_ISLNK(lstat.st_mode):
+            key: StatKey | None = lstat_key(lstat)
+        else:
+            key = self._key()
         return key != self._stat and not (key is None and self.placeholder == "[file deleted]")
 
     def recompute(self, *, changed: bool = False, edit: bool = True) -> bool:

@@ -384,7 +384,12 @@ class SessionCore:
 
     def text_nodes(self, path: str) -> list[TextNode]:
         """The text nodes showing the root-relative ``path``."""
-        return [n for n in self._peers(path) if n.graph is self.graph]
+        held, graph = self._path_index.get(path), self.graph
+        if held is None:
+            return []
+        if isinstance(held, TextNode):  # one node, as for nearly every path
+            return [held] if held.graph is graph else []
+        return [n for n in held if n.graph is graph]
 
     def set_budget(self, budget: int) -> None:
         """Change the token budget of later projections. Raises BudgetError."""

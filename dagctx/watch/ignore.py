@@ -407,10 +407,11 @@ class TreeFilter:
         be listed (no permission) is yielded but not entered, and recorded in
         :attr:`unreadable` with the reason (a later walk that lists it removes it).
 
-        Each directory is listed through a descriptor of its own. With ``stats``, each
-        file's ``os.lstat`` result goes there under its path before it is yielded (None
-        when it cannot be stat-ed), taken by name relative to that descriptor: no path
-        from the root is looked up again (a resume compares every file with the disk)."""
+        Each directory is listed through a descriptor of its own. With ``stats``, the
+        files are not yielded (only the directories are, in the order of each listing):
+        each file's ``os.lstat`` result goes there under its path instead (None when it
+        cannot be stat-ed), taken by name relative to that descriptor, so no path from
+        the root is looked up again (a resume compares every file with the disk)."""
         rel_start = "" if start == self.root else start.relative_to(self.root).as_posix()
         stack: list[tuple[str, str]] = [(str(start), rel_start)]
         while stack:
@@ -440,7 +441,8 @@ class TreeFilter:
         """Yield the files :meth:`walk` takes in from the directory open as ``fd``;
         return its subdirectories to enter, as (path, root-relative path)."""
         try:
-            entries = sorted(os.scandir(fd), key=_entry_name)
+            listing = os.scandir(fd)
+            entries = sorted(listing, key=_entry_name) if stats is None else list(listing)
         except OSError as exc:
             self.unreadable[rel_dir] = exc.strerror or str(exc)
             return []
@@ -450,9 +452,11 @@ class TreeFilter:
         subdirs = []
         state = self._state(rel_dir)
         plain = self._plain(state, rel_dir)
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        lstat = os.lstat
         for entry in entries:
             name = entry.name
-            rel = f"{rel_dir}/{name}" if rel_dir else name
+            rel = prefix + name
             # Neither test follows a symlink, so a symlink is neither (and skipped).
             if entry.is_file(follow_symlinks=False):
                 if (
@@ -460,20 +464,16 @@ class TreeFilter:
                     if plain
                     else self._keeps_file_in(state, rel_dir, rel, name)
                 ):
-                    if stats is not None:
-                        stats[rel] = _lstat_at(fd, name)
-                    yield rel, False
+                    if stats is None:
+                        yield rel, False
+                        continue
+                    try:
+                        stats[rel] = lstat(name, dir_fd=fd)
+                    except OSError:
+                        stats[rel] = None
             elif entry.is_dir(follow_symlinks=False) and self.keeps_dir(rel):
                 subdirs.append((os.path.join(directory, name), rel))
         return subdirs
-
-
-def _lstat_at(fd: int, name: str) -> os.stat_result | None:
-    """``os.lstat`` of ``name`` in the directory open as ``fd`` (None if it cannot be)."""
-    try:
-        return os.lstat(name, dir_fd=fd)
-    except OSError:
-        return None
 
 
 _entry_name = operator.attrgetter("name")
