@@ -27,7 +27,7 @@ import contextvars
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
@@ -274,6 +274,22 @@ class SessionCore:
         if parent is not None:
             self.graph.link(parent, node)
         return node
+
+    def _add_loaded(self, nodes: Sequence[Node]) -> None:
+        """Add a loaded session's nodes (each with its id) as roots, in order, in bulk
+        (:meth:`ContextGraph.add_many`), and index the text nodes by path.
+
+        Raises:
+            GraphError: as :meth:`ContextGraph.add_many` (nothing is added then).
+        """
+        self.graph.add_many(nodes)
+        index = self._path_index
+        for node in nodes:
+            if isinstance(node, TextNode):
+                if node.path in index:
+                    self._index_path(node)
+                else:
+                    index[node.path] = node
 
     def text(
         self,
