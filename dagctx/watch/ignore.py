@@ -214,6 +214,7 @@ class TreeFilter:
         self.exclude = exclude
         self._root_prefix = str(root) + os.sep
         self._outputs = {Path(p).resolve() for p in ignore}
+        self._output_dirs: dict[str, bool] = {}  # directory → whether an output is there
         self.repository = Repository.find(root)
         self._tracked: frozenset[str] = frozenset()
         self._tracked_dirs: frozenset[str] = frozenset()
@@ -338,7 +339,7 @@ class TreeFilter:
     def _keeps_file_in(self, state: _Dir, rel_dir: str, rel: str, name: str) -> bool:
         if name in ALWAYS_SKIPPED:  # a worktree's or submodule's ``.git`` is a file
             return False
-        if state is _Dir.PRUNED or (self._outputs and self._is_output(rel)):
+        if state is _Dir.PRUNED or (self._outputs_in(rel_dir) and self._is_output(rel)):
             return False
         if self.exclude.selects(rel, False):
             return False
@@ -351,16 +352,27 @@ class TreeFilter:
     def _plain(self, state: _Dir, rel_dir: str) -> bool:
         """Whether no rule can leave out a file of the directory but its name (an
         entered directory, no ignore file in force, no include or exclude patterns, no
-        ignored outputs): :meth:`_keeps_file_in` then keeps every file not in
+        ignored output in it): :meth:`_keeps_file_in` then keeps every file not in
         ``ALWAYS_SKIPPED``, so a walk need not ask it file by file."""
         return (
             state is _Dir.OPEN
-            and not self._outputs
+            and not self._outputs_in(rel_dir)
             and not self.exclude
             and not self.include
             and self._exclude is None
             and not self._chain(rel_dir)
         )
+
+    def _outputs_in(self, rel_dir: str) -> bool:
+        """Whether an ignored output (or its temporary files) can lie in the directory:
+        one of them is there (:meth:`_is_output` asks only there; once per directory)."""
+        if not self._outputs:
+            return False
+        held = self._output_dirs.get(rel_dir)
+        if held is None:
+            directory = self.root / rel_dir
+            held = self._output_dirs[rel_dir] = any(directory == o.parent for o in self._outputs)
+        return held
 
     def _is_output(self, rel: str) -> bool:
         absolute = self.root / rel
