@@ -102,7 +102,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from itertools import compress, repeat
-from operator import ne
+from operator import and_, lt, ne
 
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.group import GroupNode
@@ -1201,14 +1201,15 @@ class Allocation:
         next ones' outlines. What is left after the fill deepens these cuts first."""
         if self.focus is None:
             return
-        entry_at, requested, cur, vis = self.entry_at, self.layout.requested, self.cur, self.vis
+        requested, cur, vis = self.layout.requested, self.cur, self.vis
         files, extra = max(1, work // DEPTH_TOKENS), work * DEPTH_EXTRA // 100
         limit = avail - work * DEPTH_KEEP // 100
-        for s in range(self.cap - 1, self.edge - 1, -1):
-            i = entry_at[s]
-            if i < 0 or not vis[i] or not self._whole_file(i) or cur[i] >= requested[i]:
-                continue
-            if i in self.cut:
+        # the entries from the top slot down to the edge, those shown below their requested
+        # state picked out as the loop reaches them (a cut changes its own entry only)
+        top = list(filter((-1).__lt__, reversed(self.entry_at[self.edge : self.cap])))
+        below = map(lt, map(cur.__getitem__, top), map(requested.__getitem__, top))
+        for i in compress(top, map(and_, map(vis.__getitem__, top), below)):
+            if not self._whole_file(i) or i in self.cut:
                 continue
             room = min(self.c(i, SUMMARY) + extra, limit - self.total + self.c(i, cur[i]))
             if self.t1[i] == _UNKNOWN:
