@@ -8,7 +8,7 @@ sharing the mirror's objects) into a temporary directory and three methods are r
 it at budgets of 4k, 8k, 16k and 32k cl100k tokens:
 
 - **dagctx**: a :class:`~dagctx.session.Session` over the tree, scanned as ``dagctx
-  render`` does (``scan_tree``), focused on the task text when ``Session.focus`` exists,
+  render`` does (``scan_tree``), focused on the task text (``Session.focus``),
   ticked once, then projected at each budget. A truth file counts as *content* when its
   section was rendered at DETAILS or ALL (cut or not) and as *any form* when rendered at
   SUMMARY or more. Each projection's text is kept as a digest, so two runs can be
@@ -17,6 +17,12 @@ it at budgets of 4k, 8k, 16k and 32k cl100k tokens:
   (a file that does not fit is skipped) until the budget is full; counts are exact.
 - **aider**: Aider's repo map (``benchmarks/relevance_aider.py`` in the aider venv), an
   outline of ranked files; a truth file counts as *any form* when the map lists it.
+
+With ``--no-focus`` the same tasks measure the focus-free order (what ``dagctx watch .``
+or an MCP client shows before a focus is set): dagctx is not focused, aider's map gets
+no mentioned words or files (its PageRank over the whole repository), BM25 has no query
+and does not run; the targets are not checked and the results go to
+``benchmarks/relevance_results_unfocused.json``.
 
 Per method and budget the table shows content recall, any-form recall (means over tasks
 of the share of truth files found), mean and max tokens/budget, how many outputs were over
@@ -61,6 +67,7 @@ from dagctx.tokens import get_encoding
 from dagctx.watch.scan import scan_tree
 
 RESULTS = Path(__file__).with_name("relevance_results.json")
+UNFOCUSED_RESULTS = Path(__file__).with_name("relevance_results_unfocused.json")
 AIDER_WORKER = Path(__file__).with_name("relevance_aider.py")
 DEFAULT_AIDER_PYTHON = Path(__file__).resolve().parent.parent / ".venv-aider" / "bin" / "python"
 BUDGETS = (4000, 8000, 16000, 32000)
@@ -131,14 +138,14 @@ def _tree_files(root: Path) -> list[str]:
 
 
 def run_dagctx(root: Path, task: str, truth: list[str]) -> dict[str, Any]:
-    """Scan, focus (when the session can), tick, and project ``root`` at every budget."""
+    """Scan, focus on ``task`` (none when it is empty), tick, and project ``root`` at every
+    budget."""
     start = time.perf_counter()
     per_budget: dict[int, dict[str, Any]] = {}
     with Session(root, budget=BUDGETS[-1]) as session:
         scan_tree(session, ".")
-        focus = getattr(session, "focus", None)
-        if focus is not None:
-            focus(task)
+        if task:
+            session.focus(task)
         session.tick()
         for budget in BUDGETS:
             projection = session.project(budget)
@@ -156,7 +163,7 @@ def run_dagctx(root: Path, task: str, truth: list[str]) -> dict[str, Any]:
                 "states": {p: shown.get(p, NodeState.HIDDEN).name for p in truth},
                 "digest": hashlib.blake2b(projection.text.encode(), digest_size=8).hexdigest(),
             }
-    return {"budgets": per_budget, "seconds": time.perf_counter() - start, "focus": bool(focus)}
+    return {"budgets": per_budget, "seconds": time.perf_counter() - start}
 
 
 def _share(truth: list[str], found: set[str]) -> float:
@@ -412,6 +419,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--skip", type=int, default=0, help="leave out the first N of that order (--skip 80)"
     )
+    parser.add_argument(
+        "--no-focus", action="store_true", help="the focus-free order: no task text given"
+    )
     args = parser.parse_args(argv)
     limit = args.limit if args.limit is not None else QUICK_TASKS if args.quick else None
     tasks = select(json.loads(TASKS.read_text(encoding="utf-8")), limit, args.skip)
@@ -431,10 +441,12 @@ def main(argv: list[str] | None = None) -> int:
                     repos[name] = mirror(name, mirrors, Path(clones))
                 row: dict[str, Any] = {k: task[k] for k in ("repository", "commit", "truth")}
                 with checkout(repos[name], task["parent"], name.split("/")[-1]) as root:
-                    row["dagctx"] = run_dagctx(root, task["task"], task["truth"])
-                    row["bm25"] = run_bm25(root, task["task"], task["truth"])
+                    text = "" if args.no_focus else task["task"]
+                    row["dagctx"] = run_dagctx(root, text, task["truth"])
+                    if text:
+                        row["bm25"] = run_bm25(root, text, task["truth"])
                     # Last: aider writes its tags cache into the tree.
-                    row["aider"] = aider.run(root, task["task"], task["truth"])
+                    row["aider"] = aider.run(root, text, task["truth"])
                 rows.append(row)
                 d = row["dagctx"]["budgets"][8000]
                 print(
@@ -447,19 +459,18 @@ def main(argv: list[str] | None = None) -> int:
             aider.close()
     seconds = time.perf_counter() - wall
     summary = summarize(rows)
-    missed = misses(summary)
-    focused = bool(rows) and all(row["dagctx"]["focus"] for row in rows)
+    missed = [] if args.no_focus else misses(summary)
     print_table(summary, aider.reason, console)
     console.print(
         f"{len(rows)} tasks from {len({r['repository'] for r in rows})} repositories,"
-        f" dagctx focus {'on' if focused else 'not available (no Session.focus)'},"
+        f" {'no focus' if args.no_focus else 'focused on each task'},"
         f" wall time {seconds:.0f} s"
     )
-    RESULTS.write_text(
+    (UNFOCUSED_RESULTS if args.no_focus else RESULTS).write_text(
         json.dumps(
             {
                 "tasks": len(rows),
-                "focus": focused,
+                "focus": not args.no_focus,
                 "wall_seconds": seconds,
                 "aider": aider.reason or "ok",
                 "summary": summary,

@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,6 @@ from hypothesis import strategies as st
 from dagctx import DagctxError, NodeState, Session
 from dagctx._words import stem, terms, tokenize
 from dagctx.cli import main
-from dagctx.nodes.base import Node
 from dagctx.nodes.focus import FocusNode
 from dagctx.nodes.text import TextNode
 from dagctx.projection import Projection, SectionCache, allocation, build_projection
@@ -36,6 +34,7 @@ from dagctx.projection.relevance import (
     Bm25Index,
     file_kind,
     match_weight,
+    prior,
     tier,
 )
 from dagctx.tools import get_graph_tools
@@ -147,38 +146,6 @@ class TestFocusVerb:
             assert focus.state == NodeState.HIDDEN and "## Focus" not in result.projection.text
             assert s.cache.projector.relevance.focus is None
 
-    def test_a_focus_sets_the_kept_focus_node_without_going_over_the_graph(
-        self, repo: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """The session keeps the FocusNode it found or made: a later focus sets its text
-        without going over the graph's nodes; once that node has left the graph, the
-        next focus finds or makes the session's focus node again."""
-        from dagctx.graph import ContextGraph
-
-        with Session(repo, budget=4000) as s:
-            s.text("pkg/render.py")
-            s.focus("checkpoints")
-            s.tick()
-            focus = next(n for n in s.nodes() if isinstance(n, FocusNode))
-            scans: list[int] = []
-            real_iter = ContextGraph.__iter__
-
-            def counting(graph: ContextGraph) -> Iterator[Node]:
-                scans.append(1)
-                return real_iter(graph)
-
-            monkeypatch.setattr(ContextGraph, "__iter__", counting)
-            s._apply_focus("rendering")
-            assert scans == [] and focus.text == "rendering"
-            s.remove(focus)
-            s._apply_focus("network")
-            assert scans == [1]
-            again = [n for n in s.nodes() if isinstance(n, FocusNode)]
-            assert len(again) == 1 and again[0] is not focus and again[0].text == "network"
-            s.focus("colors")
-            s.tick()
-            assert s.cache.projector.relevance.focus == "colors" and again[0].text == "colors"
-
     def test_rejects_a_non_string(self, repo: Path) -> None:
         with Session(repo) as s, pytest.raises(DagctxError):
             s.focus(42)  # type: ignore[arg-type]
@@ -284,9 +251,9 @@ class TestRanking:
         (repo / "pkg" / "checkpoint.py").unlink()
         for name in ("render", "colors", "network"):
             (repo / "pkg" / f"{name}.py").unlink()
-        shown = states(render(repo, 900))  # pkg/shell.py and tests/test_shell.py: equal size
-        assert shown["pkg/shell.py"] >= NodeState.DETAILS
-        assert shown.get("tests/test_shell.py", NodeState.HIDDEN) < NodeState.DETAILS
+        p = render(repo, 900)  # pkg/shell.py and tests/test_shell.py: equal size
+        tokens = {p.labels[s.node_id]: s.tokens for s in p.sections if not s.reference}
+        assert tokens["pkg/shell.py"] > 2 * tokens.get("tests/test_shell.py", 0), p.explain()
 
     def test_deterministic(self, repo: Path) -> None:
         a = render(repo, 900, "how are checkpoints restored")
@@ -384,13 +351,16 @@ class TestRanking:
         with Session(tmp_path, budget=100_000) as s:
             node = s.text("app.py")
             scores = s.tick().projection.scores
-            assert scores[node.id].tier == tier("app.py", 1)
+            assert scores[node.id].tier == prior("app.py", 1)
             for version in range(1, 30):  # each edit is a new version; the tier follows
                 lines = 10_000 if version % 2 else 1
                 (tmp_path / "app.py").write_text("x = 1\n" * lines)
                 s.file_changed("app.py")
-                assert s.tick().projection.scores[node.id].tier == tier("app.py", lines)
-            assert node.version > 20
+                if version == 15:  # with a focus, its rank among related files
+                    s.focus("app")
+                rank = tier if version >= 15 else prior
+                assert s.tick().projection.scores[node.id].tier == rank("app.py", lines)
+            assert node.version > 20 and prior("app.py", 1) != tier("app.py", 1)
 
     def test_bm25_index_updates_one_file_at_a_time(self, repo: Path) -> None:
         with Session(repo) as s:
@@ -425,6 +395,87 @@ class TestRanking:
             for node in nodes:
                 assert index.score(node.id, padded) == index.score(node.id, plain)
             assert index.score_all(padded) == index.score_all(plain) != {}
+
+
+class TestWithoutFocus:
+    """What ``dagctx watch .`` or an MCP client shows before a focus is set: the README,
+    then the project's own code as outlines, the longest modules first."""
+
+    def test_prior_ranks_what_a_newcomer_reads_first(self) -> None:
+        order = [
+            "README.md",  # the README at the root first
+            "src/pkg/app.py",  # the project's code; a leading src/ does not count
+            "pkg/small.py",
+            "pkg/sub/deep.py",  # deeper
+            "pyproject.toml",  # the manifest
+            "docs/guide.md",  # docs
+            "examples/demo/app.py",  # sample code
+            "CHANGES.rst",  # a changelog
+            "tests/test_app.py",  # tests
+            "examples/demo/data.txt",  # what else sample directories hold
+            "uv.lock",  # lockfiles and fixtures last
+        ]
+        lines = {"src/pkg/app.py": 2000, "pkg/small.py": 20, "pkg/sub/deep.py": 2000}
+        ranks = [prior(path, lines.get(path, 50)) for path in order]
+        assert ranks == sorted(ranks, reverse=True) and len(set(ranks)) == len(ranks), ranks
+        assert prior("pkg/app.py", 2000) > prior("pkg/app.py", 20)  # the longer module first
+        assert prior("docs/README.md", 50) < prior("README.md", 50) == 19
+        assert prior("docs/conf.py", 50) == prior("examples/demo/app.py", 50)
+
+    def test_the_readme_and_the_modules_before_samples_and_tests(self, tmp_path: Path) -> None:
+        (tmp_path / "README.md").write_text(
+            "# Tool\n\nTool turns widgets into gadgets.\n\n"
+            + "".join(f"## Part {i}\n\n" + "Some prose about the tool.\n" * 12 for i in range(30))
+        )
+        for place in ("pkg", "examples", "tests", "docs"):
+            (tmp_path / place).mkdir()
+        for name, n in (("core", 400), ("engine", 300), ("util", 60)):
+            (tmp_path / "pkg" / f"{name}.py").write_text(filler(name, n))
+        (tmp_path / "examples" / "demo.py").write_text(filler("demo", 30))
+        (tmp_path / "docs" / "conf.py").write_text(filler("sphinx", 20))
+        (tmp_path / "tests" / "test_core.py").write_text(filler("core", 40))
+        p = render(tmp_path, 2500)
+        shown = states(p)
+        assert p.tokens <= 2500
+        readme = next(x for x in p.sections if p.labels[x.node_id] == "README.md")
+        # neither a name nor the whole room: its opening sections, cut
+        assert readme.cut_lines and "Tool turns widgets into gadgets." in p.text, p.explain()
+        assert readme.tokens < 2500 // 2
+        for module in ("pkg/core.py", "pkg/engine.py", "pkg/util.py"):
+            assert shown[module] >= NodeState.SUMMARY, p.explain()
+        for other in ("examples/demo.py", "docs/conf.py", "tests/test_core.py"):
+            assert shown.get(other, NodeState.HIDDEN) <= NodeState.SUMMARY, p.explain()
+
+    def test_no_file_takes_the_room_without_a_focus(self, tmp_path: Path) -> None:
+        """Without a focus no file is related to one, which with a focus means the best
+        file is all there is to show; without one the rest of the project is, so a
+        module that would fit the room alone is not kept whole at the others' expense."""
+        (tmp_path / "pkg").mkdir()
+        (tmp_path / "pkg" / "big.py").write_text(filler("big", 200))
+        for name in ("alpha", "beta", "gamma", "delta"):
+            (tmp_path / "pkg" / f"{name}.py").write_text(filler(name, 30))
+        p = render(tmp_path, 2200)
+        shown = states(p)
+        assert shown["pkg/big.py"] < NodeState.DETAILS or not any(
+            x.cut_lines == 0 and x.rendered_state >= NodeState.DETAILS
+            for x in p.sections
+            if p.labels[x.node_id] == "pkg/big.py"
+        )
+        for name in ("alpha", "beta", "gamma", "delta"):
+            assert shown[f"pkg/{name}.py"] >= NodeState.SUMMARY, p.explain()
+
+    def test_a_focus_set_and_cleared_leaves_the_focus_free_order(self, repo: Path) -> None:
+        (repo / "README.md").write_text("# Repo\n\nWhat it does.\n")
+        never = render(repo, 700)
+        with Session(repo, budget=700) as s:
+            scan_tree(s, ".")
+            s.focus("how are checkpoints restored")
+            focused = s.tick().projection
+            s.focus(None)
+            cleared = s.tick().projection
+        assert focused.text != never.text
+        assert cleared.scores == never.scores
+        assert [x.node_id for x in cleared.sections] == [x.node_id for x in never.sections]
 
 
 class TestBreadthBeforeDepth:
@@ -1452,67 +1503,4 @@ class TestDegradeOrder:
             order.vacate(i)
             assert order.insert(i) is not None
         keys = [order.key[i] for i in order.entries()]
-        assert keys == sorted(keys)
-
-    @settings(max_examples=80, deadline=None)
-    @given(
-        parents=st.lists(st.integers(0, 40), min_size=1, max_size=40),
-        shared=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=4),
-        levels=st.lists(st.integers(0, 480), min_size=48, max_size=48),
-        again=st.lists(st.integers(0, 480), min_size=48, max_size=48),
-        edited=st.sets(st.integers(0, 40), max_size=8),
-        priorities=st.dictionaries(st.integers(0, 40), st.integers(0, 100), max_size=4),
-    )
-    def test_an_order_laid_out_from_a_kept_one_is_the_fresh_order(
-        self,
-        parents: list[int],
-        shared: list[tuple[int, int]],
-        levels: list[int],
-        again: list[int],
-        edited: set[int],
-        priorities: dict[int, int],
-    ) -> None:
-        """An order laid out again from the kept one (its keys taken at the layout's new
-        levels, the nodes changed since keyed afresh) has the keys, slots and blocks of
-        an order made from the nodes: over trees of groups with nodes shown twice
-        (references), new levels, edited nodes and new priorities."""
-        from dagctx.graph import ContextGraph
-        from dagctx.nodes.group import GroupNode
-        from dagctx.projection.layout import Layout
-
-        g = ContextGraph()
-        nodes = [g.add(GroupNode("top"))]
-        for k, pick in enumerate(parents):
-            node = g.add(GroupNode(f"n{k}"))
-            g.link(nodes[pick % len(nodes)], node)
-            nodes.append(node)
-        for a, b in shared:  # a second parent, added before the child: no cycle
-            a, b = sorted((a % len(nodes), b % len(nodes)))
-            parent, child = nodes[a], nodes[b]
-            if parent is not child and child not in g.children(parent):
-                g.link(parent, child)
-        for node in nodes:
-            node.set_state(NodeState.DETAILS)
-        layout = Layout(g)
-        for i in range(len(layout)):
-            layout.level[i] = 0 if layout.ref[i] else levels[i % len(levels)]
-        kept = DegradeOrder(layout)
-        changed: set[int] = set()
-        for k in edited:
-            node = nodes[k % len(nodes)]
-            node.mark_changed("edited")
-            changed.add(layout.first[node.id])
-        for k, priority in priorities.items():
-            node = nodes[k % len(nodes)]
-            node.priority = priority
-            changed.add(layout.first[node.id])
-        for i in range(len(layout)):
-            layout.level[i] = 0 if layout.ref[i] else again[i % len(again)]
-        carried = DegradeOrder(layout, kept, sorted(changed))
-        fresh = DegradeOrder(layout)
-        assert carried.key == fresh.key
-        assert list(carried.slot) == list(fresh.slot)
-        assert list(carried.entry_at) == list(fresh.entry_at)
-        assert carried.cap == fresh.cap and carried.top_edge(5) == fresh.top_edge(5)
-        keys = [fresh.key[i] for i in fresh.entries()]
         assert keys == sorted(keys)

@@ -107,6 +107,19 @@ def test_two_checkouts_of_a_task_give_the_same_projections(tmp_path: Path) -> No
     assert runs[0][4000]["tokens"] > 3000  # the budget binds: a token more would show
 
 
+def test_an_empty_task_leaves_the_session_unfocused(tmp_path: Path) -> None:
+    """``--no-focus`` runs each method with no task text: dagctx is not focused, so its
+    projection is the focus-free order's, the same whatever the task was."""
+    (tmp_path / "pkg").mkdir()
+    for i in range(12):
+        body = "".join(f"def session_{i}_{k}(x):\n    return x + {k}\n\n" for k in range(60))
+        (tmp_path / "pkg" / f"m{i}.py").write_text(body)
+    unfocused = run_dagctx(tmp_path, "", ["pkg/m3.py"])["budgets"]
+    focused = run_dagctx(tmp_path, "resolve the session in m3", ["pkg/m3.py"])["budgets"]
+    assert unfocused[4000]["digest"] != focused[4000]["digest"]
+    assert focused[4000]["content"] == 1.0 > unfocused[4000]["content"]
+
+
 def test_pick_is_evenly_spaced_and_deterministic() -> None:
     items = [{"n": i} for i in range(10)]
     assert [x["n"] for x in pick(items, 4)] == [0, 2, 5, 7]

@@ -32,9 +32,13 @@ A text file's score has two parts:
 - **recent** (0 or 1): 1 for the :data:`ATTENTION_FILES` most recently changed or opened
   files (flat, so a change moves the recency of at most the file changed and the one
   that leaves the window; among files of one level the newer one is kept longer anyway).
-- **base** (its *tier*, 0..19): without a focus the order is still not the walk's:
-  source files before docs, other files, tests, and fixtures or lockfiles; then files at
-  most one directory deep, then files of at most :data:`SMALL_LINES` lines.
+- **base** (its *tier*, 0..19): without a focus the order is still not the walk's but
+  what a newcomer reads first (:func:`prior`): the README, the project's own code as
+  outlines (shallow and long modules first), manifests, docs, samples, other files,
+  tests, fixtures. With a focus it ranks the files of one bucket (:func:`tier`): source
+  files before docs, other files, tests, and fixtures or lockfiles; then files at most
+  one directory deep, then files of at most :data:`SMALL_LINES` lines. A focus set where
+  there was none, or cleared, levels every file again.
 
 The *level* of a file is ``bucket × TIERS + tier``, the bucket made of ``lexical +
 GRAPH_WEIGHT × graph + RECENT_WEIGHT × recent`` (0 for none, else 1..24, in steps of
@@ -78,7 +82,7 @@ from dagctx._words import terms
 from dagctx.nodes.base import Node
 from dagctx.nodes.message import MessageNode
 from dagctx.nodes.text import TextNode
-from dagctx.outline.kinds import file_kind
+from dagctx.outline.kinds import DOCS, FIXTURES, OTHER, SOURCE, TESTS, file_kind
 from dagctx.outline.references import GraphBuild, ReferenceGraph
 from dagctx.projection.layout import Layout
 
@@ -165,12 +169,64 @@ def unrelated(level: int) -> bool:
 
 
 def tier(path: str, lines: int) -> int:
-    """The focus-free rank of a file at ``path`` with ``lines`` lines (0..19, higher is
-    kept longer): its kind, then shallow, then small."""
+    """The rank of a file at ``path`` with ``lines`` lines among the files of its bucket
+    while a focus is set (0..19, higher is kept longer): its kind, then shallow, then
+    small (without a focus: :func:`prior`)."""
     kind = file_kind(path)
     shallow = 2 if path.count("/") <= 1 else 0
     small = 1 if lines <= SMALL_LINES else 0
     return kind * 4 + shallow + small
+
+
+#: Files that say what a project is and what it depends on: shown early when there is
+#: no focus (:func:`prior`).
+MANIFESTS = frozenset(
+    {"pyproject.toml", "setup.cfg", "package.json", "go.mod", "cargo.toml", "gemfile",
+     "composer.json", "pom.xml", "build.gradle", "build.gradle.kts", "cmakelists.txt",
+     "makefile", "mix.exs", "deno.json", "tsconfig.json"}
+)  # fmt: skip
+#: Directories whose code shows how to use or build the project rather than being it.
+SAMPLE_DIRS = frozenset(
+    {"examples", "example", "samples", "sample", "demo", "demos", "docs", "doc",
+     "benchmarks", "bench", "scripts", "tools", "contrib", "misc", "hack", ".github",
+     ".devcontainer"}
+)  # fmt: skip
+_README = re.compile(r"readme(?:\.(?:md|rst|txt|adoc|markdown))?", re.IGNORECASE)
+
+
+def prior(path: str, lines: int) -> int:
+    """The rank of a file at ``path`` with ``lines`` lines when there is no focus (0..19,
+    higher is kept longer): what a newcomer to the project reads first. The README at
+    the root; then the project's own code (not tests or fixtures, not under
+    :data:`SAMPLE_DIRS`), shallow before deep (a leading ``src/`` does not count), then
+    longer before shorter (the modules a project is built around are its longest: the
+    most depended on and the most often changed; an outline's length is capped, so a
+    long file costs no more to show than a short one); then the manifests at most one
+    directory deep, the docs, sample code, other files, changelogs, tests, whatever
+    else the sample directories hold, and fixtures or lockfiles."""
+    if "/" not in path and _README.fullmatch(path):
+        return 19
+    parts = path.casefold().split("/")
+    kind = file_kind(path)
+    dirs = parts[:-1]
+    sample = not SAMPLE_DIRS.isdisjoint(dirs)
+    if kind == SOURCE:
+        if sample:
+            return 7
+        depth = len(dirs) - (dirs[:1] == ["src"])
+        size = 3 if lines >= 1000 else 2 if lines >= 300 else 1 if lines >= 80 else 0
+        return (15 if depth <= 1 else 11) + size
+    if kind in (DOCS, OTHER) and _CHANGELOG.search(path):
+        return 5
+    if parts[-1] in MANIFESTS and len(parts) <= 2:
+        return 10
+    if kind == DOCS and (not sample or dirs[0] in ("docs", "doc")):
+        return 9 if len(parts) <= 2 else 8
+    if kind == OTHER and not sample:
+        return 6 if len(parts) <= 2 else 5
+    if kind == TESTS:
+        return 4 if lines <= SMALL_LINES else 3
+    return 2 if kind != FIXTURES else 0
 
 
 def match_weight(path: str) -> float:
@@ -623,10 +679,12 @@ class Relevance:
         if not isinstance(node, TextNode):
             return 0
         nid = node.id
-        version, t = divmod(self._tiers.get(nid, -1), TIERS)
-        if version != node.version:
-            t = tier(node.path, node.cuttable_lines())
-            self._tiers[nid] = node.version * TIERS + t
+        key, t = divmod(self._tiers.get(nid, -1), TIERS)
+        focused = self.focus is not None
+        if key != node.version * 2 + focused:
+            rank = tier if focused else prior
+            t = rank(node.path, node.cuttable_lines())
+            self._tiers[nid] = (node.version * 2 + focused) * TIERS + t
         combined = (
             self._lexical.get(nid, 0.0)
             + GRAPH_WEIGHT * self._graph.get(nid, 0.0)
@@ -665,10 +723,11 @@ class Relevance:
     def refocus(self, layout: Layout, changed: list[int]) -> list[int] | None:
         """Level again after the focus changed (and the nodes at entries ``changed``):
         every file whose score moved, and their containers — what :meth:`level_all`
-        would give. Returns the entries whose level changed, or None when the index must
-        be built over every file first (a focus set where none was): then call
-        :meth:`level_all`."""
-        if self.focus is not None and self._index is None:
+        would give. Returns the entries whose level changed, or None when every level
+        must be found again (a focus set where none was: the index is built over every
+        file first; the focus cleared: each file's rank is its :func:`prior` again):
+        then call :meth:`level_all`."""
+        if (self.focus is None) != (self._index is None):  # the index lives with a focus
             return None
         old = (self._lexical, self._graph, self._recent)
         self._lexical = self._lexical_scores(layout, changed, rescore=True)
@@ -757,7 +816,9 @@ class Relevance:
             if b != lv // TIERS:
                 level[i] = b * TIERS + lv % TIERS
                 done.append(i)
-        for nid in before.keys() - lexical.keys() - context:
+        for nid in before:
+            if nid in lexical or nid in context:
+                continue
             i = first(nid)
             if i is None or i in todo:
                 continue
@@ -787,7 +848,7 @@ class Relevance:
                 continue
             level[i] = own
             moved.append(i)
-        starts.update(map(parent.__getitem__, moved))
+        starts.update([parent[i] for i in moved])
         containers: set[int] = set()
         for p in starts:
             while p >= 0 and p not in containers:
@@ -796,11 +857,9 @@ class Relevance:
         ref = layout.ref
         for p in sorted(containers, reverse=True):  # children before their parents
             own = best = self._own(nodes[p])
-            c, stop = p + 1, end[p]
-            while c < stop:  # the entries directly under p
+            for c in _children(layout, p):
                 if not ref[c] and level[c] > best:
                     best = level[c]
-                c = end[c]
             inherited[p] = best > own
             if best != level[p]:
                 level[p] = best
@@ -851,3 +910,12 @@ def _best(scores: dict[str, float], n: int) -> list[tuple[str, float]]:
         return sorted(scores.items(), key=_best_first)
     least = nlargest(n, scores.values())[-1]
     return sorted([item for item in scores.items() if item[1] >= least], key=_best_first)[:n]
+
+
+def _children(layout: Layout, p: int) -> Iterable[int]:
+    """The entries directly under entry ``p``."""
+    end = layout.end
+    c, stop = p + 1, end[p]
+    while c < stop:
+        yield c
+        c = end[c]
