@@ -40,6 +40,12 @@ from dagctx.projection.relevance import (
 from dagctx.tools import get_graph_tools
 from dagctx.watch.scan import scan_tree
 
+_NAMES = [
+    "app.py", "test_app.py", "app.test.ts", "yarn.lock", "x.min.js", "README.md", "setup.cfg",
+    "Makefile", ".env", "Cargo.lock", "a.spec.js", "notes.txt", "m.map",
+]  # fmt: skip
+_TEST_NAMES = {"app.test.ts", "a.spec.js"}
+
 
 def filler(topic: str, n: int) -> str:
     """``n`` lines of code about ``topic`` (one function every five lines)."""
@@ -298,6 +304,44 @@ class TestRanking:
             max(s.level for s in p.scores.values())
             == p.scores[next(k for k, v in p.labels.items() if v == "pkg/checkpoint.py")].level
         )
+
+    @given(
+        parts=st.lists(
+            st.sampled_from(
+                ["src", "Tests", "fixtures", "vendor", "spec", "a", "", "Build", "docs", "x.y"]
+            ),
+            max_size=4,
+        ),
+        name=st.sampled_from(_NAMES),
+    )
+    def test_a_files_kind_comes_from_its_directories_and_name(
+        self, parts: list[str], name: str
+    ) -> None:
+        path = "/".join([*parts, name])
+        folded = path.casefold().split("/")
+        dirs, base = set(folded[:-1]), folded[-1]
+        dot = base.rfind(".")
+        ext = base[dot:] if dot > 0 else ""
+        if {"fixtures", "vendor", "build"} & dirs or base.endswith((".lock", ".min.js", ".map")):
+            expected = 0
+        elif {"tests", "spec"} & dirs or base.startswith("test_") or base in _TEST_NAMES:
+            expected = 1
+        else:
+            expected = {".py": 4, ".ts": 4, ".js": 4, ".md": 3, ".txt": 3}.get(ext, 2)
+        assert file_kind(path) == file_kind(path) == expected
+
+    def test_without_a_focus_each_file_is_levelled_at_its_rank(self, repo: Path) -> None:
+        with Session(repo, budget=900) as s:
+            scan_tree(s, repo)
+            s.tick()
+            projector = s.cache.projector
+            assert isinstance(projector, Projector) and projector.relevance.focus is None
+            layout = projector.layout
+            assert layout is not None
+            for i, node in enumerate(layout.nodes):
+                if isinstance(node, TextNode) and not layout.ref[i]:
+                    assert layout.level[i] == prior(node.path, node.cuttable_lines())
+                    assert layout.level[i] == projector.relevance._own(node)
 
     def test_kinds_and_tiers(self) -> None:
         assert file_kind("src/app.py") > file_kind("README.md") > file_kind("setup.cfg")

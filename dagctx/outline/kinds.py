@@ -6,6 +6,7 @@ a text node's SUMMARY). Decided from the path alone. Imports nothing from dagctx
 
 from __future__ import annotations
 
+import functools
 import re
 
 SOURCE, DOCS, OTHER, TESTS, FIXTURES = 4, 3, 2, 1, 0
@@ -33,18 +34,28 @@ _TEST_NAME = re.compile(r"[._-](test|spec)s?\.")
 def file_kind(path: str) -> int:
     """What a file at ``path`` is, by how much it tends to matter to a task: 4 source,
     3 docs, 2 other files, 1 tests, 0 fixtures, vendored code and lockfiles."""
-    parts = path.casefold().split("/")
-    name = parts[-1]
+    directory, _, name = path.casefold().rpartition("/")
     dot = name.rfind(".")
     ext = name[dot:] if dot > 0 else ""
-    dirs = set(parts[:-1])
-    if name in _LOCKFILES or name.endswith((".lock", ".min.js", ".map")) or dirs & _FIXTURE_DIRS:
+    held = _directory_kind(directory)
+    if held == FIXTURES or name in _LOCKFILES or name.endswith((".lock", ".min.js", ".map")):
         return FIXTURES
-    if dirs & _TEST_DIRS or name.startswith("test_") or _TEST_NAME.search(name):
+    if held == TESTS or name.startswith("test_") or _TEST_NAME.search(name):
         return TESTS
     if ext in _SOURCE:
         return SOURCE
     return DOCS if ext in _DOCS else OTHER
+
+
+@functools.lru_cache(maxsize=256)  # files come directory by directory (a walk's order)
+def _directory_kind(directory: str) -> int | None:
+    """FIXTURES or TESTS when a directory on the (case-folded) path ``directory`` makes
+    every file below it one (fixtures first), else None: asked once per directory while
+    its files are asked in a row."""
+    dirs = set(directory.split("/"))
+    if dirs & _FIXTURE_DIRS:
+        return FIXTURES
+    return TESTS if dirs & _TEST_DIRS else None
 
 
 def outline_chars(path: str) -> int:

@@ -679,18 +679,23 @@ class Relevance:
         if not isinstance(node, TextNode):
             return 0
         nid = node.id
-        key, t = divmod(self._tiers.get(nid, -1), TIERS)
-        focused = self.focus is not None
-        if key != node.version * 2 + focused:
-            rank = tier if focused else prior
-            t = rank(node.path, node.cuttable_lines())
-            self._tiers[nid] = (node.version * 2 + focused) * TIERS + t
         combined = (
             self._lexical.get(nid, 0.0)
             + GRAPH_WEIGHT * self._graph.get(nid, 0.0)
             + RECENT_WEIGHT * self._recent.get(nid, 0.0)
         )
-        return bucket(combined) * TIERS + t
+        return bucket(combined) * TIERS + self._tier(node)
+
+    def _tier(self, node: TextNode) -> int:
+        """A file's rank within its bucket: :func:`tier` with a focus, :func:`prior`
+        without; kept per node version and focus state."""
+        key, t = divmod(self._tiers.get(node.id, -1), TIERS)
+        focused = self.focus is not None
+        if key != node.version * 2 + focused:
+            rank = tier if focused else prior
+            t = rank(node.path, node.cuttable_lines())
+            self._tiers[node.id] = (node.version * 2 + focused) * TIERS + t
+        return t
 
     def level_all(self, layout: Layout) -> None:
         """Level every entry of ``layout`` (``layout.level``)."""
@@ -699,9 +704,14 @@ class Relevance:
         nodes, ref, parent = layout.nodes, layout.ref, layout.parent
         level = layout.level
         inherited = self._inherited = bytearray(len(nodes))
-        for i, node in enumerate(nodes):
-            if not ref[i]:
-                level[i] = self._own(node)
+        if self._lexical or self._graph or self._recent:
+            for i, node in enumerate(nodes):
+                if not ref[i]:
+                    level[i] = self._own(node)
+        else:  # no score (no focus): a file's level is its rank (_own: bucket 0)
+            for i, node in enumerate(nodes):
+                if not ref[i]:
+                    level[i] = self._tier(node) if isinstance(node, TextNode) else 0
         for i in range(len(nodes) - 1, -1, -1):  # children come after their parent
             p = parent[i]
             if p >= 0 and not ref[i] and level[i] > level[p]:
