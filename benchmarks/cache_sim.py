@@ -10,9 +10,10 @@ one budget change (32k → 24k at the half). Every turn's request
 - Anthropic: explicit ``cache_control`` breakpoints (at most 4); each breakpoint's
   prefix is written to the cache (1.25× input price). A breakpoint reads (0.1×) the
   longest prefix an earlier request wrote that ends at a block boundary of this request
-  within the :data:`LOOKBACK` blocks before it (the breakpoint's own included), if it
-  was written or read within the 5-minute TTL (a read refreshes it); prefixes under
-  1,024 tokens are not cached.
+  among the :data:`LOOKBACK` positions ending at it (the breakpoint itself counted as
+  the first, as Anthropic's documentation counts them: a breakpoint 20 blocks after the
+  last write misses it), if it was written or read within the 5-minute TTL (a read
+  refreshes it); prefixes under 1,024 tokens are not cached.
 - OpenAI: automatic prefix caching: the longest prefix shared with an earlier prompt
   (within the retention), in 128-token steps from 1,024 tokens, is read at 0.5×.
 
@@ -61,7 +62,7 @@ from dagctx.watch.scan import scan_tree
 
 TURN_SECONDS = 30.0
 ANTHROPIC_TTL = 300.0
-LOOKBACK = 20  # blocks before an Anthropic breakpoint whose boundaries are checked for a hit
+LOOKBACK = 20  # block positions an Anthropic breakpoint checks for a hit, its own the first
 OPENAI_RETENTION = 600.0
 MIN_CACHED = 1024
 OPENAI_STEP = 128
@@ -114,7 +115,7 @@ class Anthropic:
             sizes.append(size)
         read, hit = 0, None
         for j in marked:
-            for i in range(j, max(-1, j - LOOKBACK - 1), -1):
+            for i in range(j, max(-1, j - LOOKBACK), -1):
                 alive = now - self.entries.get(keys[i], -1e9) <= ANTHROPIC_TTL
                 if alive and sizes[i] >= MIN_CACHED and sizes[i] > read:
                     read, hit = sizes[i], keys[i]

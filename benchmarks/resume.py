@@ -3,15 +3,18 @@ costs ≤ 20 % of a cold start of the same tree, both measured in the same run.
 
 Each start runs in a fresh interpreter (no cache of the other is warm) and times what a
 ``dagctx watch`` start does after its imports and the encoding's load, which the two
-share: a **cold** start scans the tree (:class:`~dagctx.watch.tracker.TreeTracker`) and
-ticks once, then saves the session (not timed); a **resume** loads that
+share: a **cold** start scans the tree (:class:`~dagctx.watch.tracker.TreeTracker`,
+leaving out the watch's default projection files as it does) and ticks once, then saves
+the session (not timed); a **resume** loads that
 ``session.db``, compares it with the disk and ticks once (not saved, so every resume
 resumes the same file). Each cold start is paired with the resume right after it, and
 the median of the pairs' CPU-time ratios counts (process CPU, which a loaded machine
 does not inflate as it does wall time; the cold start counts tokens on two threads, so
 its CPU time is above its wall time on a quiet machine); the wall-time ratio is shown
-beside it. A last row resumes after 100 files were edited, 20 created and 20 deleted
-while nothing watched (informational).
+beside it, and where each start's CPU time goes: a resume's load of the file, its
+survey of the disk (in the tick), its first projection and the rest; a cold start's scan,
+first projection and the rest (informational). A last row resumes after 100 files were
+edited, 20 created and 20 deleted while nothing watched (informational).
 
 ``python -m benchmarks.resume [--quick]`` prints the rows alone.
 """
@@ -31,10 +34,23 @@ BUDGET = 8000
 _START = """
 import json, sys, time
 from pathlib import Path
-from dagctx.session import Session
+from dagctx.session import Session, core
 from dagctx.tokens import get_encoding
 from dagctx.watch.tracker import TreeTracker
 mode, root, budget = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
+phases = dict.fromkeys(("load", "scan", "survey", "projection"), 0.0)
+
+def timed(phase, call):
+    def run(*args, **kwargs):
+        began = time.process_time()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            phases[phase] += time.process_time() - began
+    return run
+
+core.build_projection = timed("projection", core.build_projection)
+TreeTracker.apply_resume = timed("survey", TreeTracker.apply_resume)
 get_encoding()  # as a watch start does before it scans or loads; shared by both
 started, cpu = time.perf_counter(), time.process_time()
 if mode == "cold":
@@ -42,15 +58,19 @@ if mode == "cold":
 else:
     session = Session.load(root=root)
     session.set_budget(budget)
-TreeTracker(session, ".").load()
+phases["load"] = time.process_time() - cpu
+outputs = [root / ".dagctx" / name for name in ("projection.md", "projection.json")]
+timed("scan", TreeTracker(session, ".", ignore=outputs).load)()  # as dagctx watch does
 result = session.tick()
 seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+phases["rest"] = cpu - sum(phases.values())
 changes = sum(not t.derived for t in result.changes)
 if mode == "cold":
     session.save()
 session.close()
 tokens = result.projection.tokens
-print(json.dumps({"seconds": seconds, "cpu": cpu, "changes": changes, "tokens": tokens}))
+out = {"seconds": seconds, "cpu": cpu, "changes": changes, "tokens": tokens, **phases}
+print(json.dumps(out))
 """
 
 
@@ -106,6 +126,9 @@ def resume(b: Bench) -> list[Row]:
     def median(starts: list[dict[str, float]], key: str) -> float:
         return sorted(s[key] for s in starts)[len(starts) // 2]
 
+    def ms(starts: list[dict[str, float]], key: str) -> str:
+        return f"{key} {median(starts, key) * 1000:.0f}"
+
     cpu_ratio = _median([r["cpu"] / c["cpu"] for c, r in zip(colds, resumes, strict=True)])
     wall_ratio = _median([r["seconds"] / c["seconds"] for c, r in zip(colds, resumes, strict=True)])
     return [
@@ -125,6 +148,16 @@ def resume(b: Bench) -> list[Row]:
             "s",
             baseline=median(colds, "seconds"),
             target_text=f"{wall_ratio:.0%} of cold (informational)",
+        ),
+        row(
+            "  where the CPU goes, ms (medians): resume "
+            + ", ".join(ms(resumes, k) for k in ("load", "survey", "projection", "rest"))
+            + "; cold "
+            + ", ".join(ms(colds, k) for k in ("scan", "projection", "rest")),
+            median(resumes, "projection"),
+            "s",
+            baseline=median(colds, "projection"),
+            target_text="the first projection vs the cold one's (informational)",
         ),
         row(
             f"  after 140 offline edits ({edited['changes']:.0f} changes listed)"

@@ -20,13 +20,31 @@ class TestAnthropic:
         assert cache.tally.read == cache.system + tokens(BLOCK) + tokens("first message")
 
     def test_it_looks_back_no_further_than_lookback_blocks(self) -> None:
+        # LOOKBACK positions, the breakpoint's own the first: a write LOOKBACK blocks
+        # before the breakpoint is one position outside the window
         cache = Anthropic()
         cache.request([BLOCK], {0}, now=0.0)
-        more = [f"message {k}" for k in range(LOOKBACK + 1)]
-        cache.request([BLOCK, *more], {LOOKBACK + 1}, now=30.0)
+        more = [f"message {k}" for k in range(LOOKBACK)]
+        cache.request([BLOCK, *more], {LOOKBACK}, now=30.0)
         assert cache.tally.read == 0
-        cache.request([BLOCK, *more[:LOOKBACK]], {LOOKBACK}, now=60.0)
+        cache.request([BLOCK, *more[: LOOKBACK - 1]], {LOOKBACK - 1}, now=60.0)
         assert cache.tally.read == cache.system + tokens(BLOCK)
+
+    def test_the_documented_growing_conversation(self) -> None:
+        # Anthropic's prompt caching page: a write at block 10 is read from a breakpoint
+        # on block 15; from block 35 the write at block 15 is one position outside the
+        # 20 checked (35 through 16), unless a second breakpoint on block 15 finds it
+        blocks = [BLOCK, *(f"block {k}" for k in range(2, 36))]  # blocks 1..35
+        for marked, found in (({34}, 0), ({14, 34}, 15)):
+            cache = Anthropic()
+            cache.request(blocks[:10], {9}, now=0.0)
+            cache.request(blocks[:15], {14}, now=30.0)
+            assert cache.tally.read == cache.system + sum(map(tokens, blocks[:10]))
+            read = cache.tally.read
+            cache.request(blocks, marked, now=60.0)
+            assert cache.tally.read - read == (found and cache.system) + sum(
+                map(tokens, blocks[:found])
+            )
 
     def test_an_entry_expires_after_five_minutes(self) -> None:
         cache = Anthropic()

@@ -51,6 +51,47 @@ def diamond() -> tuple[ContextGraph, Probe, Probe, Probe, Probe]:
     return g, top, left, right, bottom  # type: ignore[return-value]
 
 
+class TestAddMany:
+    def test_nodes_added_together_are_what_adding_each_gives(self) -> None:
+        one, many = ContextGraph(), ContextGraph()
+        for g in (one, many):
+            g.add(Probe(id="first"))
+            g.checkpoint("before")
+        ids = ["b", "a", "c"]
+        for nid in ids:
+            one.add(Probe(id=nid))
+        before = many.structure_version
+        many.add_many([Probe(id=nid) for nid in ids])
+        assert [n.id for n in many.roots()] == [n.id for n in one.roots()]
+        assert [(n.id, n.seq) for n in many] == [(n.id, n.seq) for n in one]
+        assert many.clock == one.clock and many.structure_version == before + 1
+        assert all(many.get(nid).graph is many for nid in ids)
+        many.link("a", "b")  # edges work on them as on any node
+        one.link("a", "b")
+        assert [n.id for n in many.children("a")] == ["b"]
+        assert sorted(many.restore("before")) == sorted(one.restore("before")) == sorted(ids)
+
+    @pytest.mark.parametrize(
+        ("make", "message"),
+        [
+            (lambda: [Probe(id="x"), Probe(id="x")], "duplicate node id 'x'"),
+            (lambda: [Probe(id="y"), Probe(id="taken")], "duplicate node id 'taken'"),
+            (lambda: [Probe(id="z"), Probe()], "needs its id"),
+            (lambda: [Probe(id="w"), "not a node"], "only Node instances"),
+        ],
+    )
+    def test_a_node_that_cannot_be_added_leaves_the_graph_as_it_was(
+        self, make: object, message: str
+    ) -> None:
+        g = ContextGraph()
+        g.add(Probe(id="taken"))
+        state = (list(g), g.clock, g.structure_version)
+        with pytest.raises(GraphError, match=message):
+            g.add_many(make())  # type: ignore[operator]
+        assert (list(g), g.clock, g.structure_version) == state
+        assert [n.id for n in g.roots()] == ["taken"]
+
+
 class TestStructure:
     def test_ids_are_readable_and_unique_per_type(self) -> None:
         g = ContextGraph()

@@ -370,3 +370,45 @@ class TestPlainDirectories:
             "b/keep.py",
         }
         assert read == ["b/.gitignore"]  # not one failed open per directory
+
+    def test_a_walk_with_stats_yields_the_directories_and_stats_each_file_it_takes(
+        self, tmp_path: Path
+    ) -> None:
+        write(tmp_path, FIXTURE)
+        (tmp_path / "gone").symlink_to(tmp_path / "nowhere")  # a symlink: taken by neither
+        files, dirs = dagctx_view(tmp_path)
+        stats: dict[str, os.stat_result | None] = {}
+        yielded = list(TreeFilter(tmp_path).walk(tmp_path, stats))
+        assert all(is_dir for _, is_dir in yielded)
+        assert {rel for rel, _ in yielded} == dirs
+        assert stats.keys() == files
+        for rel, result in stats.items():
+            assert result is not None
+            assert (result.st_ino, result.st_size) == (
+                os.lstat(tmp_path / rel).st_ino,
+                os.lstat(tmp_path / rel).st_size,
+            )
+
+    def test_an_ignored_output_makes_only_its_own_directory_ask_the_rules(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        for directory in ("a", "b", "b/deep"):
+            (tmp_path / directory).mkdir()
+            (tmp_path / directory / "keep.py").write_text("x\n")
+        out = tmp_path / "b" / "out.md"
+        out.write_text("the projection\n")
+        (tmp_path / "b" / ".out.md.1234.tmp").write_text("being written\n")
+        (tmp_path / "b" / ".other.md.1.tmp").write_text("someone else's\n")
+        asked: list[str] = []
+        original = TreeFilter._keeps_file_in
+
+        def counting(self: TreeFilter, state: object, rel_dir: str, rel: str, name: str) -> bool:
+            asked.append(rel)
+            return original(self, state, rel_dir, rel, name)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(TreeFilter, "_keeps_file_in", counting)
+        keep = TreeFilter(tmp_path, ignore=[out])
+        walked = {rel for rel, is_dir in keep.walk(tmp_path) if not is_dir}
+        assert walked == {"a/keep.py", "b/keep.py", "b/deep/keep.py", "b/.other.md.1.tmp"}
+        assert asked and all(rel.startswith("b/") and rel.count("/") == 1 for rel in asked)
+        assert not keep.keeps_file("b/out.md") and keep.keeps_file("a/keep.py")

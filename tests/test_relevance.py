@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from dagctx import DagctxError, NodeState, Session
 from dagctx._words import stem, terms, tokenize
 from dagctx.cli import main
+from dagctx.nodes.base import Node
 from dagctx.nodes.focus import FocusNode
 from dagctx.nodes.text import TextNode
 from dagctx.projection import Projection, SectionCache, allocation, build_projection
@@ -151,6 +153,38 @@ class TestFocusVerb:
             result = s.tick()
             assert focus.state == NodeState.HIDDEN and "## Focus" not in result.projection.text
             assert s.cache.projector.relevance.focus is None
+
+    def test_a_focus_sets_the_kept_focus_node_without_going_over_the_graph(
+        self, repo: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The session keeps the FocusNode it found or made: a later focus sets its text
+        without going over the graph's nodes; once that node has left the graph, the
+        next focus finds or makes the session's focus node again."""
+        from dagctx.graph import ContextGraph
+
+        with Session(repo, budget=4000) as s:
+            s.text("pkg/render.py")
+            s.focus("checkpoints")
+            s.tick()
+            focus = next(n for n in s.nodes() if isinstance(n, FocusNode))
+            scans: list[int] = []
+            real_iter = ContextGraph.__iter__
+
+            def counting(graph: ContextGraph) -> Iterator[Node]:
+                scans.append(1)
+                return real_iter(graph)
+
+            monkeypatch.setattr(ContextGraph, "__iter__", counting)
+            s._apply_focus("rendering")
+            assert scans == [] and focus.text == "rendering"
+            s.remove(focus)
+            s._apply_focus("network")
+            assert scans == [1]
+            again = [n for n in s.nodes() if isinstance(n, FocusNode)]
+            assert len(again) == 1 and again[0] is not focus and again[0].text == "network"
+            s.focus("colors")
+            s.tick()
+            assert s.cache.projector.relevance.focus == "colors" and again[0].text == "colors"
 
     def test_rejects_a_non_string(self, repo: Path) -> None:
         with Session(repo) as s, pytest.raises(DagctxError):
@@ -1547,4 +1581,67 @@ class TestDegradeOrder:
             order.vacate(i)
             assert order.insert(i) is not None
         keys = [order.key[i] for i in order.entries()]
+        assert keys == sorted(keys)
+
+    @settings(max_examples=80, deadline=None)
+    @given(
+        parents=st.lists(st.integers(0, 40), min_size=1, max_size=40),
+        shared=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=4),
+        levels=st.lists(st.integers(0, 480), min_size=48, max_size=48),
+        again=st.lists(st.integers(0, 480), min_size=48, max_size=48),
+        edited=st.sets(st.integers(0, 40), max_size=8),
+        priorities=st.dictionaries(st.integers(0, 40), st.integers(0, 100), max_size=4),
+    )
+    def test_an_order_laid_out_from_a_kept_one_is_the_fresh_order(
+        self,
+        parents: list[int],
+        shared: list[tuple[int, int]],
+        levels: list[int],
+        again: list[int],
+        edited: set[int],
+        priorities: dict[int, int],
+    ) -> None:
+        """An order laid out again from the kept one (its keys taken at the layout's new
+        levels, the nodes changed since keyed afresh) has the keys, slots and blocks of
+        an order made from the nodes: over trees of groups with nodes shown twice
+        (references), new levels, edited nodes and new priorities."""
+        from dagctx.graph import ContextGraph
+        from dagctx.nodes.group import GroupNode
+        from dagctx.projection.layout import Layout
+
+        g = ContextGraph()
+        nodes = [g.add(GroupNode("top"))]
+        for k, pick in enumerate(parents):
+            node = g.add(GroupNode(f"n{k}"))
+            g.link(nodes[pick % len(nodes)], node)
+            nodes.append(node)
+        for a, b in shared:  # a second parent, added before the child: no cycle
+            a, b = sorted((a % len(nodes), b % len(nodes)))
+            parent, child = nodes[a], nodes[b]
+            if parent is not child and child not in g.children(parent):
+                g.link(parent, child)
+        for node in nodes:
+            node.set_state(NodeState.DETAILS)
+        layout = Layout(g)
+        for i in range(len(layout)):
+            layout.level[i] = 0 if layout.ref[i] else levels[i % len(levels)]
+        kept = DegradeOrder(layout)
+        changed: set[int] = set()
+        for k in edited:
+            node = nodes[k % len(nodes)]
+            node.mark_changed("edited")
+            changed.add(layout.first[node.id])
+        for k, priority in priorities.items():
+            node = nodes[k % len(nodes)]
+            node.priority = priority
+            changed.add(layout.first[node.id])
+        for i in range(len(layout)):
+            layout.level[i] = 0 if layout.ref[i] else again[i % len(again)]
+        carried = DegradeOrder(layout, kept, sorted(changed))
+        fresh = DegradeOrder(layout)
+        assert carried.key == fresh.key
+        assert list(carried.slot) == list(fresh.slot)
+        assert list(carried.entry_at) == list(fresh.entry_at)
+        assert carried.cap == fresh.cap and carried.top_edge(5) == fresh.top_edge(5)
+        keys = [fresh.key[i] for i in fresh.entries()]
         assert keys == sorted(keys)

@@ -242,6 +242,21 @@ def _normalized(text: str) -> str:
 _edit = st.tuples(st.sampled_from(["edit", "delete", "create", "touch"]), st.integers(0, 11))
 
 
+def _resumed_after_reap(root: Path, budget: int, changes: dict[str, str]) -> str:
+    """Resume at ``budget``, check the first tick lists ``changes`` (path → what), and
+    return the text of the tick after the next (files shown deleted go at the next, and
+    the changes section, which takes its tokens from the budget, is empty after it)."""
+    resumed = Session.load(root=root)
+    with resumed:
+        resumed.set_budget(budget)
+        tracker = TreeTracker(resumed, ".")
+        tracker.load()
+        assert _file_changes(resumed, resumed.tick()) == changes
+        resumed.queue_result(tracker.reap)
+        resumed.tick()
+        return resumed.tick().projection.text
+
+
 class TestSameAsColdStart:
     @pytest.mark.parametrize("budget", [900, 2_500])
     def test_an_unchanged_tree_under_pressure_resumes_to_the_cold_starts_bytes(
@@ -259,6 +274,80 @@ class TestSameAsColdStart:
         again, fresh = _cold(tree, budget)
         with again:
             assert fresh.projection.text == cold.projection.text
+
+    @pytest.mark.parametrize("budget", [900, 2_500])
+    def test_a_focus_saved_with_the_session_resumes_to_the_focused_cold_starts_bytes(
+        self, tree: Path, budget: int
+    ) -> None:
+        session = Session(tree, budget=budget)
+        session.focus("f7_3 in mod7")
+        TreeTracker(session, ".").load()
+        cold = session.tick()
+        with session:
+            session.save()
+        assert "elided" in cold.projection.text
+        resumed, result = _resume(tree, budget)
+        with resumed:
+            assert result.projection.text == cold.projection.text
+
+    def test_offline_edits_files_added_and_deleted_and_an_ignore_change_resume_like_a_cold_start(
+        self, tree: Path
+    ) -> None:
+        (tree / ".gitignore").write_text("pkg2/mod5.py\n")
+        _save_cold(tree)
+        (tree / "pkg0" / "mod3.py").write_text("def edited_offline():\n    return 3\n")
+        (tree / "pkg1" / "mod4.py").unlink()
+        (tree / "pkg1" / "added.py").write_text("ADDED = 1\n")
+        (tree / "pkg3").mkdir()
+        (tree / "pkg3" / "new.py").write_text("def fresh():\n    return 0\n")
+        (tree / ".gitignore").write_text("pkg2/mod8.py\n")  # mod5 comes in, mod8 goes
+        text = _resumed_after_reap(
+            tree,
+            100_000,
+            {
+                ".gitignore": "content changed",
+                "pkg0/mod3.py": "content changed",
+                "pkg1/mod4.py": "file deleted",
+                "pkg1/added.py": "file created",
+                "pkg3/new.py": "file created",
+                "pkg2/mod5.py": "file created",
+            },
+        )
+        assert "### pkg2/mod8.py" not in text and "### pkg1/mod4.py" not in text
+        shutil.rmtree(tree / ".dagctx")
+        again, fresh = _cold(tree, 100_000)
+        with again:
+            assert _normalized(text) == _normalized(fresh.projection.text)
+
+    @pytest.mark.parametrize("budget", [900, 2_500])
+    def test_files_deleted_and_ignored_offline_under_pressure_resume_to_the_cold_starts_bytes(
+        self, tree: Path, budget: int
+    ) -> None:
+        # a file changed or created offline ranks as changed last (as in a session that
+        # watched), so under pressure only what left the tree compares with a cold start
+        (tree / ".gitignore").write_text(".gitignore\n*.bak\n")  # ignores itself
+        session, _ = _cold(tree, budget)
+        with session:
+            session.save()
+        (tree / "pkg1" / "mod4.py").unlink()
+        (tree / "pkg2" / "mod8.py").unlink()
+        (tree / "pkg0" / "mod9.py").rename(tree / "mod9.bak")
+        (tree / ".gitignore").write_text(".gitignore\n*.bak\npkg2/mod5.py\n")  # mod5 goes
+        resumed_text = _resumed_after_reap(
+            tree,
+            budget,
+            {
+                "pkg1/mod4.py": "file deleted",
+                "pkg2/mod8.py": "file deleted",
+                "pkg0/mod9.py": "file deleted",
+            },
+        )
+        assert "elided" in resumed_text
+        assert not re.search(r"mod[4589]\.py", resumed_text)
+        shutil.rmtree(tree / ".dagctx")
+        again, fresh = _cold(tree, budget)
+        with again:
+            assert _normalized(resumed_text) == _normalized(fresh.projection.text)
 
     @settings(
         max_examples=12,

@@ -23,6 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dagctx.errors import CheckpointError, GraphError
+from dagctx.nodes import base as base_module
+from dagctx.nodes import text as text_module
 from dagctx.nodes.base import COMMON_COLUMNS, Node, NodeState
 from dagctx.nodes.text import TextNode
 from dagctx.session import Session
@@ -242,6 +244,50 @@ class TestTamperedColumns:
                     assert isinstance(node.render(state), str)
             TreeTracker(session, ".").load()
             assert session.tick().projection.tokens <= session.budget
+
+
+_values = (
+    _json_values
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.lists(st.integers(-(2**100), 2**100), min_size=2, max_size=4)
+    | st.lists(st.text(max_size=3), max_size=3)
+)
+#: (name, whole-column test, the value test it stands for) as Node.from_columns and
+#: TextNode._restore_columns pair them
+_WHOLE = [
+    ("id", base_module._is_string, lambda v: type(v) is str),
+    ("version", base_module.all_counts, lambda v: type(v) is int and v >= 0),
+    ("priority", base_module._int_or_none, lambda v: v is None or type(v) is int),
+    ("tags", base_module._all_strings, base_module._strings),
+    ("created_at", base_module._all_finite, base_module._finite),
+    ("path", text_module._STRINGS, text_module._is_str),
+    ("start_line", text_module._INTS, text_module._int_or_none),
+    ("notice", text_module._TEXTS, text_module._str_or_none),
+    ("edited", text_module._BOOLS, text_module._is_bool),
+    ("stat", text_module._stat_values, text_module._stat_value),
+    ("lines", base_module.all_counts, text_module._count),
+]
+
+
+class TestWholeColumnChecks:
+    @given(
+        which=st.sampled_from(_WHOLE),
+        good=st.lists(_values, max_size=6),
+        odd=st.lists(_values, max_size=2),
+    )
+    def test_a_column_passes_at_once_only_when_each_value_passes(
+        self, which: tuple[str, Any, Any], good: list[Any], odd: list[Any]
+    ) -> None:
+        _, whole, ok = which
+        column = [v for v in good if ok(v)] + odd
+        if whole(column):
+            assert all(map(ok, column))
+
+    def test_a_saved_block_passes_each_check_at_once(self, saved: Path) -> None:
+        block = _columns(saved / ".dagctx" / "session.db")
+        for key, whole, ok in _WHOLE:
+            column = block[key]
+            assert all(map(ok, column)) and whole(column), key
 
 
 def _to_schema_2(db: Path) -> None:

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
@@ -30,7 +31,7 @@ from hypothesis import strategies as st
 
 from dagctx import GraphError, NodeState, Session
 from dagctx.nodes.base import Node
-from dagctx.nodes.text import TextNode, pack_stat, unpack_stat
+from dagctx.nodes.text import TextNode, lstat_key, pack_stat, unpack_stat
 
 _PR_CAPBSET_DROP = 24
 _CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
@@ -189,6 +190,25 @@ class TestStatKey:
         self, mtime: int, size: int, identity: int
     ) -> None:
         assert unpack_stat(pack_stat(mtime, size, identity)) == (mtime, size, identity)
+
+    @given(
+        dev=st.integers(0, 2**64 - 1),
+        ino=st.integers(0, 2**64 - 1),
+        mode=st.integers(0, 2**32 - 1),
+        ctime=st.integers(-(2**63), 2**63 - 1),
+        mtime=st.integers(-(2**63), 2**63 - 1),
+        size=st.integers(0, 2**63 - 1),
+    )
+    def test_a_stat_results_key_is_the_packed_key_of_its_fields(
+        self, dev: int, ino: int, mode: int, ctime: int, mtime: int, size: int
+    ) -> None:
+        result = SimpleNamespace(
+            st_dev=dev, st_ino=ino, st_mode=mode, st_ctime_ns=ctime, st_mtime_ns=mtime, st_size=size
+        )
+        identity = (((dev << 64 | ino) << 32 | mode) << 64) | ctime
+        key = lstat_key(result)  # type: ignore[arg-type]
+        assert key == pack_stat(mtime, size, identity)
+        assert unpack_stat(key) == (mtime, size, identity)
 
     def test_fields_a_stat_result_cannot_hold_are_refused(self) -> None:
         for mtime, size in ((0, -1), (0, 2**64), (2**95, 0), (-(2**95) - 1, 0)):

@@ -114,6 +114,12 @@ class Adjacency:
         """Add a node without edges (a node already there keeps its edges)."""
         self._parents.setdefault(node_id, _NONE)
 
+    def add_nodes(self, node_ids: Iterable[str]) -> None:
+        """Add nodes without edges (:meth:`add_node` for each)."""
+        parents = self._parents
+        for node_id in node_ids:
+            parents.setdefault(node_id, _NONE)
+
     def remove_node(self, node_id: str) -> None:
         """Remove a node and every edge at it."""
         for child in self._children.pop(node_id, _NONE):

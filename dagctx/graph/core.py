@@ -136,6 +136,45 @@ class ContextGraph:
             self.schedule_changed(node)  # one that does not run is in no table to leave
         return node
 
+    def add_many(self, nodes: Sequence[Node]) -> None:
+        """Add ``nodes``, each with its id, as new roots in order: what :meth:`add` does
+        for each, checked for all first (nothing is added when one cannot be) and done
+        in bulk (the structure version moves once), as a loaded session adds its nodes.
+
+        Raises:
+            GraphError: a node has no id, belongs to a graph already, or its id is taken
+                (by the graph or by another of ``nodes``).
+        """
+        taken = self._nodes
+        ids: dict[str, None] = {}
+        for node in nodes:
+            if not isinstance(node, Node):
+                raise GraphError(
+                    f"only Node instances can be added, got {type(node).__name__}", value=node
+                )
+            nid = node.id
+            if not nid:
+                raise GraphError("a node added with others needs its id", value=node)
+            if node.graph is not None:
+                raise GraphError(f"node {nid!r} already belongs to a graph", value=nid)
+            if nid in taken or nid in ids:
+                raise GraphError(f"duplicate node id {nid!r}", value=nid)
+            ids[nid] = None
+        clock = self.clock
+        for node in nodes:
+            node.graph = self
+            clock += 1
+            node.seq = clock
+            taken[node.id] = node
+            if node.mode == "running" and node.frequency.kind != "never":
+                self.schedule_changed(node)
+        self.clock = clock
+        self._adj.add_nodes(ids)
+        self._roots.update(ids)
+        self.structure_version += 1
+        for saved in self._watching:
+            saved._added.update((nid, None) for nid in ids if nid not in saved.nodes)
+
     def remove(self, ref: NodeRef) -> Node:
         """Remove a node and its edges; children left without parents become roots.
 

@@ -23,6 +23,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from dagctx._validate import is_finite, is_int
@@ -445,9 +446,13 @@ class Node:
         ids = _column(columns, "id", None)
         count = len(ids)
         get = {key: _column(columns, key, count) for key in COMMON_COLUMNS[1:]}
-        check_column(ids, "id", lambda v: type(v) is str, rule="a string")
+        check_column(ids, "id", lambda v: type(v) is str, rule="a string", whole=_is_string)
         check_column(
-            get["version"], "version", lambda v: type(v) is int and v >= 0, rule="an int >= 0"
+            get["version"],
+            "version",
+            lambda v: type(v) is int and v >= 0,
+            rule="an int >= 0",
+            whole=all_counts,
         )
         states = [_STATE_NAMES.get(v) if type(v) is str else None for v in get["state"]]
         check_column(states, "state", lambda v: v is not None, get["state"], "a state name")
@@ -457,11 +462,15 @@ class Node:
         )
         frequencies = _frequencies(get["frequency"])
         check_column(
-            get["priority"], "priority", lambda v: v is None or type(v) is int, rule="an int"
+            get["priority"],
+            "priority",
+            lambda v: v is None or type(v) is int,
+            rule="an int",
+            whole=_int_or_none,
         )
-        check_column(get["tags"], "tags", _strings, rule="a list of strings")
+        check_column(get["tags"], "tags", _strings, rule="a list of strings", whole=_all_strings)
         for key in ("created_at", "updated_at"):
-            check_column(get[key], key, _finite, rule="a finite number")
+            check_column(get[key], key, _finite, rule="a finite number", whole=_all_finite)
         nodes: list[Node] = []
         new = cls.__new__
         for nid, version, state, mode, frequency, priority, tags, created, updated in zip(
@@ -585,22 +594,59 @@ def check_column(
     ok: Callable[[Any], bool],
     shown: list[Any] | None = None,
     rule: str = "a valid value",
+    *,
+    whole: Callable[[list[Any]], bool] | None = None,
 ) -> None:
     """Raise :func:`column_error` naming the first value of ``column`` (of field ``key``)
     that ``ok`` refuses (``shown``: the values as saved, when ``column`` holds them
-    converted); ``rule`` says what a value must be."""
+    converted); ``rule`` says what a value must be. ``whole``: a test of the column at
+    once (C loops over it: :func:`of_types`, :func:`all_counts`) that is true only when
+    ``ok`` takes every value; ``ok`` is asked value by value when it is false."""
+    if whole is not None and whole(column):
+        return
     if all(map(ok, column)):
         return
     at = next(i for i, value in enumerate(column) if not ok(value))
     raise column_error(key, (column if shown is None else shown)[at], rule)
 
 
+def of_types(*types: type) -> Callable[[list[Any]], bool]:
+    """A ``whole`` test for :func:`check_column`: every value is of one of ``types``
+    exactly (a bool is not an int)."""
+    allowed = frozenset(types)
+    return lambda column: set(map(type, column)) <= allowed
+
+
+def all_counts(column: list[Any]) -> bool:
+    """A ``whole`` test for :func:`check_column`: every value is an int >= 0."""
+    return set(map(type, column)) <= _INT and min(column, default=0) >= 0
+
+
+_INT = frozenset({int})
+_is_string = of_types(str)
+_int_or_none = of_types(int, type(None))
+
+
 def _strings(value: Any) -> bool:
     return type(value) is list and all(type(item) is str for item in value)
 
 
+def _all_strings(column: list[Any]) -> bool:
+    return set(map(type, column)) <= _LIST and _is_string(list(chain.from_iterable(column)))
+
+
+_LIST = frozenset({list})
+
+
 def _finite(value: Any) -> bool:
     return (type(value) is int) or (type(value) is float and math.isfinite(value))
+
+
+def _all_finite(column: list[Any]) -> bool:
+    return set(map(type, column)) <= _FLOAT and all(map(math.isfinite, column))
+
+
+_FLOAT = frozenset({float})
 
 
 def _frequencies(column: list[Any]) -> list[TickFrequency]:

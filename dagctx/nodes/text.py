@@ -59,6 +59,7 @@ import stat
 import threading
 from collections import Counter
 from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, Generic, TypeVar, overload
 
@@ -76,7 +77,15 @@ from dagctx._quote import fence, inline
 from dagctx._secrets import describe, redact, secret_file_reason
 from dagctx._words import terms, tokenize
 from dagctx.errors import GraphError
-from dagctx.nodes.base import Node, NodeState, TickFrequency, check_column, column_error
+from dagctx.nodes.base import (
+    Node,
+    NodeState,
+    TickFrequency,
+    all_counts,
+    check_column,
+    column_error,
+    of_types,
+)
 from dagctx.outline import outline
 from dagctx.outline.cut import Cut, Ladder, partition
 from dagctx.outline.kinds import outline_chars
@@ -114,6 +123,7 @@ _MTIME_BITS = 96  # st_mtime_ns is a 64-bit time_t in ns: |mtime| < 2**94
 _MTIME_OFFSET = 1 << (_MTIME_BITS - 1)
 _SIZE_MASK = (1 << _SIZE_BITS) - 1
 _MTIME_MASK = (1 << _MTIME_BITS) - 1
+_KEY_SHIFT = _MTIME_BITS + _SIZE_BITS  # the identity's place in a stat key
 
 
 def _identity(st: os.stat_result) -> int:
@@ -131,13 +141,21 @@ def pack_stat(mtime_ns: int, size: int, identity: int) -> StatKey:
     """
     if not (0 <= size <= _SIZE_MASK and -_MTIME_OFFSET <= mtime_ns < _MTIME_OFFSET):
         raise ValueError(f"not a file's mtime and size: {mtime_ns!r}, {size!r}")
-    return identity << (_MTIME_BITS + _SIZE_BITS) | (mtime_ns + _MTIME_OFFSET) << _SIZE_BITS | size
+    return identity << _KEY_SHIFT | (mtime_ns + _MTIME_OFFSET) << _SIZE_BITS | size
 
 
 def unpack_stat(key: StatKey) -> tuple[int, int, int]:
     """(mtime in ns, size, identity) of a :func:`pack_stat` key."""
     mtime = (key >> _SIZE_BITS & _MTIME_MASK) - _MTIME_OFFSET
-    return mtime, key & _SIZE_MASK, key >> (_MTIME_BITS + _SIZE_BITS)
+    return mtime, key & _SIZE_MASK, key >> _KEY_SHIFT
+
+
+def lstat_key(st: os.stat_result) -> StatKey:
+    """The stat key of a file that is not a symlink, from its ``os.lstat`` result: what
+    :func:`pack_stat` gives for its mtime, size and identity, packed in one expression
+    (no range check: a stat result is in range)."""
+    identity = ((st.st_dev << 64 | st.st_ino) << 32 | st.st_mode) << 64 | st.st_ctime_ns
+    return identity << _KEY_SHIFT | (st.st_mtime_ns + _MTIME_OFFSET) << _SIZE_BITS | st.st_size
 
 
 def stat_key(path: str) -> StatKey | None:
@@ -152,7 +170,7 @@ def stat_key(path: str) -> StatKey | None:
     try:
         st = os.lstat(path)
         if not stat.S_ISLNK(st.st_mode):
-            return pack_stat(st.st_mtime_ns, st.st_size, _identity(st))
+            return lstat_key(st)
         target = os.stat(path)
     except (OSError, ValueError):
         return None
@@ -554,7 +572,7 @@ class TextNode(Node):
         """The file's :func:`stat_key`; from ``lstat`` (the file's ``os.lstat`` result,
         taken by the caller) when given and not a symlink's."""
         if lstat is not None and not stat.S_ISLNK(lstat.st_mode):
-            return pack_stat(lstat.st_mtime_ns, lstat.st_size, _identity(lstat))
+            return lstat_key(lstat)
         return stat_key(os.path.join(str(self.root), self.path))
 
     def watch_path(self) -> str:
@@ -585,7 +603,10 @@ class TextNode(Node):
         the caller passes the file's ``lstat`` result (a walk that listed it)."""
         if self._stale:
             return True
-        key = self._key(lstat)
+        if lstat is not None and not stat.S_ISLNK(lstat.st_mode):
+            key: StatKey | None = lstat_key(lstat)
+        else:
+            key = self._key()
         return key != self._stat and not (key is None and self.placeholder == "[file deleted]")
 
     def recompute(self, *, changed: bool = False, edit: bool = True) -> bool:
@@ -883,18 +904,22 @@ class TextNode(Node):
         if cls is not TextNode:
             raise GraphError(f"{cls.type_name} nodes are not saved as columns", value=cls.type_name)
         get = columns.__getitem__
-        check_column(get("path"), "path", _is_str, rule="a string")
-        check_column(get("root"), "root", _is_str, rule="a string")
+        for key in ("path", "root"):
+            check_column(get(key), key, _is_str, rule="a string", whole=_STRINGS)
         for key in ("start_line", "end_line", "max_bytes"):
-            check_column(get(key), key, _int_or_none, rule="an int or None")
+            check_column(get(key), key, _int_or_none, rule="an int or None", whole=_INTS)
         for key in ("media_type", "placeholder", "notice", "redacted"):
-            check_column(get(key), key, _str_or_none, rule="a string or None")
-        check_column(get("edited"), "edited", _is_bool, rule="a bool")
+            check_column(get(key), key, _str_or_none, rule="a string or None", whole=_TEXTS)
+        check_column(get("edited"), "edited", _is_bool, rule="a bool", whole=_BOOLS)
         check_column(
-            get("stat"), "stat", _stat_value, rule="a file's mtime, size and identity or None"
+            get("stat"),
+            "stat",
+            _stat_value,
+            rule="a file's mtime, size and identity or None",
+            whole=_stat_values,
         )
         for key in ("lines", "chars", "bytes"):
-            check_column(get(key), key, _count, rule="an int >= 0")
+            check_column(get(key), key, _count, rule="an int >= 0", whole=all_counts)
         digests = [_digest_value(value) for value in get("digest")]
         check_column(digests, "digest", _is_digest, get("digest"), "32 hex digits")
         empty = _digest("")
@@ -999,6 +1024,27 @@ def _stat_value(value: Any) -> bool:
     mtime: int = value[0]
     size: int = value[1]
     return 0 <= size <= _SIZE_MASK and -_MTIME_OFFSET <= mtime < _MTIME_OFFSET
+
+
+def _stat_values(column: list[Any]) -> bool:
+    """Whether :func:`_stat_value` takes every value of ``column``, tested at once."""
+    stats = [value for value in column if value is not None]
+    if not stats:
+        return True
+    if set(map(type, stats)) != _LIST or set(map(len, stats)) != {3}:
+        return False
+    mtimes: tuple[int, ...]
+    sizes: tuple[int, ...]
+    mtimes, sizes, identities = zip(*stats, strict=True)
+    if not set(map(type, chain(mtimes, sizes, identities))) <= _INT:
+        return False
+    sizes_ok = min(sizes) >= 0 and max(sizes) <= _SIZE_MASK
+    return sizes_ok and min(mtimes) >= -_MTIME_OFFSET and max(mtimes) < _MTIME_OFFSET
+
+
+_LIST, _INT = frozenset({list}), frozenset({int})
+_STRINGS, _INTS, _TEXTS = of_types(str), of_types(int, type(None)), of_types(str, type(None))
+_BOOLS = of_types(bool)
 
 
 def _digest_value(value: Any) -> bytes | None:

@@ -103,6 +103,8 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Sequence
+from itertools import compress, repeat
+from operator import and_, lt, ne
 
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.group import GroupNode
@@ -458,32 +460,29 @@ class Allocation:
         its first step after which it hides children (0: none). The requested level
         costs what :attr:`t0` holds (:meth:`_r`). Not ``exact``: a level between the two
         that is not counted yet counts as 0 tokens, so every running sum is a lower bound
-        and the last one (the floor's, counted) is exact."""
+        and the last one (the floor's, counted) is exact. Each level's cost is read once
+        (a step's upper level is the one the step before went down to)."""
         r, floor = self.layout.requested[i], self.f1[i]
         if r <= floor:
             return [], 0
         expands = self.layout.nodes[i].expands_at
         kids, v = self.kids[i], self.va[i]
         deltas, trig = [], 0
-
-        def c(s: int) -> int:
-            if s == r:
-                return self._r(i)
-            if exact or s == floor:
-                return self.c(i, s)
-            return max(0, self.known(i, s))
-
-        for s in range(r, floor, -1):
-            d = c(s - 1) - c(s)
+        upper, was = self._r(i), r in expands
+        for s in range(r - 1, floor - 1, -1):  # each step goes down to level s
+            lower = self.c(i, s) if exact or s == floor else max(0, self.known(i, s))
+            d = lower - upper
             if kids:
-                was, now = s in expands, (s - 1) in expands
+                now = s in expands
                 if was and not now:
                     d -= v
                 elif now and not was:
                     d += v
                 if not now and not trig:
-                    trig = r - s + 1
+                    trig = r - s
+                was = now
             deltas.append(d)
+            upper = lower
         if floor == OMIT and not trig:  # a file left out: room for the footer from then on
             trig = len(deltas)
         return deltas, trig
@@ -691,9 +690,10 @@ class Allocation:
         counts, floors and frontier sums are taken over and brought up to date for the
         nodes at entries ``changed`` (new versions) and the files of ``relevelled``
         (new levels: a floor follows the relation to the focus); the degrade order is
-        laid out again from the keys, as a fresh build lays it out, and each search
-        tree's leaves follow their entries to their new slots (what a leaf holds does
-        not depend on its slot). The states are left as they were, with no stop in the
+        laid out again from the kept order's keys at the new levels (only the changed
+        nodes' and the containers' keys made afresh), as a fresh build lays it out, and
+        each search tree's leaves follow their entries to their new slots (what a leaf
+        holds does not depend on its slot). The states are left as they were, with no stop in the
         new order (:data:`_NO_STOP`): :meth:`decide`'s move to its stop sets each entry
         whose state differs. So a focus change that moves most files' levels costs a
         sort and a pass over the slots, not a count of every node. False (nothing of
@@ -713,7 +713,7 @@ class Allocation:
         refresh: list[int] = []  # entries whose cut cost was measured for the old focus
         if self.focus != old.focus:
             t1 = old.t1
-            refresh = [i for i, cost in enumerate(t1) if cost != _UNKNOWN]
+            refresh = list(compress(range(len(t1)), map(ne, t1, repeat(_UNKNOWN))))
             self.t1 = array("i", [_UNKNOWN]) * len(t1)
         accounted = self._account(list(changed))
         assert accounted is not None  # containers' floors checked above
@@ -727,7 +727,7 @@ class Allocation:
             k = old_slot[i]
             sums[k], mins[k], trigs[k] = self._a_leaf(i)
         touched |= refloored
-        self.order = order = DegradeOrder(self.layout)
+        self.order = order = DegradeOrder(self.layout, old.order, changed)
         self.slot, self.entry_at, self.cap = order.slot, order.entry_at, order.cap
         self.edge = order.top_edge(TOP_FILE_SCAN)
         slot, cap = order.slot, order.cap
@@ -1205,14 +1205,15 @@ class Allocation:
         next ones' outlines. What is left after the fill deepens these cuts first."""
         if self.focus is None:
             return
-        entry_at, requested, cur, vis = self.entry_at, self.layout.requested, self.cur, self.vis
+        requested, cur, vis = self.layout.requested, self.cur, self.vis
         files, extra = max(1, work // DEPTH_TOKENS), work * DEPTH_EXTRA // 100
         limit = avail - work * DEPTH_KEEP // 100
-        for s in range(self.cap - 1, self.edge - 1, -1):
-            i = entry_at[s]
-            if i < 0 or not vis[i] or not self._whole_file(i) or cur[i] >= requested[i]:
-                continue
-            if i in self.cut:
+        # the entries from the top slot down to the edge, those shown below their requested
+        # state picked out as the loop reaches them (a cut changes its own entry only)
+        top = list(filter((-1).__lt__, reversed(self.entry_at[self.edge : self.cap])))
+        below = map(lt, map(cur.__getitem__, top), map(requested.__getitem__, top))
+        for i in compress(top, map(and_, map(vis.__getitem__, top), below)):
+            if not self._whole_file(i) or i in self.cut:
                 continue
             room = min(self.c(i, SUMMARY) + extra, limit - self.total + self.c(i, cur[i]))
             if self.t1[i] == _UNKNOWN:

@@ -17,7 +17,10 @@ gap of the block before it.
 
 Keys are one int each: ``(priority << 16 | level) << 80 | recency << 16 | height``, where
 height counts how far up a key was inherited (a container after the child whose key it
-took); ``key >> 80`` names the block.
+took); ``key >> 80`` names the block. An order laid out again for new levels (a focus
+change moves most files' levels, not their priority or recency) takes each file's key from
+the order it replaces with the level bits set anew, and makes only the keys of changed
+nodes and of containers (``kept``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable
+from itertools import chain, compress, repeat
+from operator import and_, or_, sub
 
 from dagctx.projection.layout import Layout
 
@@ -32,6 +37,7 @@ SEQ_SHIFT = 16
 PRIO_SHIFT = 80
 HEIGHT = (1 << SEQ_SHIFT) - 1
 LEVEL_BITS = 16
+_NOT_LEVEL = ~(((1 << LEVEL_BITS) - 1) << PRIO_SHIFT)  # a key's bits but its level's
 MAX_SHIFT = 256  # entries an insertion may move one slot on
 HOLE_EVERY = 32  # a block is laid out with a hole after every this many entries
 
@@ -47,7 +53,7 @@ class DegradeOrder:
     """Keys and slots of the entries of ``layout`` (see the module docstring).
 
     Attributes:
-        key: each entry's key (0 for references).
+        key: each entry's key (-1 for references).
         slot: each entry's slot (-1 for references).
         entry_at: the entry holding each slot (-1: a hole or a gap).
         cap: the number of slots (the search trees' leaves): the blocks' entries, holes
@@ -67,34 +73,65 @@ class DegradeOrder:
         "slot",
     )
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(
+        self, layout: Layout, kept: DegradeOrder | None = None, changed: Iterable[int] = ()
+    ) -> None:
+        """The order of ``layout``'s entries by their keys: made from the nodes, or (with
+        ``kept``, the order of the same layout this one replaces) taken from ``kept``'s
+        keys at ``layout``'s levels now, the nodes at entries ``changed`` (a new version
+        or priority since ``kept`` was keyed) keyed afresh: the same keys either way."""
         self.layout = layout
         self._pending: set[int] = set()  # keys moved by rekey, slots not given again yet
-        ref, parent, nodes, level = layout.ref, layout.parent, layout.nodes, layout.level
-        n = len(ref)
-        key = [  # own_key, inline
-            0
-            if ref[i]
-            else (((nodes[i].priority << LEVEL_BITS) + level[i]) << PRIO_SHIFT)
-            + (nodes[i].seq << SEQ_SHIFT)
-            for i in range(n)
-        ]
-        for i in range(n - 1, -1, -1):  # children come after their parent in the walk
-            p = parent[i]
-            if p >= 0 and not ref[i] and key[i] + 1 > key[p]:
-                key[p] = key[i] + 1
-        self.key = key
+        self.key = key = self._keys(kept, changed)
+        # references (key -1) sort first and are left out
+        ordered = sorted(range(len(key)), key=key.__getitem__)[self._references() :]
+        keys = list(map(key.__getitem__, ordered))
         blocks: list[tuple[int, list[int]]] = []
-        members: list[int] = []
-        last = -1
-        for i in sorted([i for i in range(n) if not ref[i]], key=key.__getitem__):
-            block = key[i] >> PRIO_SHIFT
-            if block != last:
-                members = []
-                blocks.append((block, members))
-                last = block
-            members.append(i)
+        lo = 0
+        while lo < len(keys):  # a block ends before the first key of a greater block
+            block = keys[lo] >> PRIO_SHIFT
+            hi = bisect_left(keys, (block + 1) << PRIO_SHIFT, lo)
+            blocks.append((block, ordered[lo:hi]))
+            lo = hi
         self._place(blocks)
+
+    def _references(self) -> int:
+        """How many of the layout's entries are references."""
+        return sum(len(entries) for entries in self.layout.refs.values())
+
+    def _keys(self, kept: DegradeOrder | None, changed: Iterable[int]) -> list[int]:
+        """Each entry's key (-1 for a reference): its own (:func:`own_key`; with
+        ``kept``, a node's priority and recency bits are ``kept``'s but for the entries
+        ``changed``), a container's the greater of its own and one more than its
+        greatest walk child's."""
+        layout = self.layout
+        ref, nodes, level, end, parent = (
+            layout.ref, layout.nodes, layout.level, layout.end, layout.parent,
+        )  # fmt: skip
+        n = len(ref)
+        if kept is None:
+            key = [  # own_key, inline
+                -1
+                if ref[i]
+                else (((nodes[i].priority << LEVEL_BITS) + level[i]) << PRIO_SHIFT)
+                + (nodes[i].seq << SEQ_SHIFT)
+                for i in range(n)
+            ]
+        else:
+            shifted = [lv << PRIO_SHIFT for lv in range(max(level, default=0) + 1)]
+            levels = map(shifted.__getitem__, level)
+            key = list(map(or_, map(and_, kept.key, repeat(_NOT_LEVEL)), levels))
+            containers = compress(range(n), map(sub, end, range(1, n + 1)))
+            for i in chain(changed, containers):
+                key[i] = own_key(layout, i)
+            for i in compress(range(n), ref):
+                key[i] = -1
+        # children come after their parent: each key is final when its parent reads it
+        # (a reference's, -1, is below any parent's)
+        for p, k in zip(reversed(parent), reversed(key), strict=True):
+            if p >= 0 and k >= key[p]:
+                key[p] = k + 1
+        return key
 
     def entries(self) -> list[int]:
         """The entries in order."""
@@ -118,20 +155,24 @@ class DegradeOrder:
         self._gaps = 8 + sum(len(b) for _, b in blocks) // (16 * max(1, len(blocks)))
         size = sum(len(b) + len(b) // HOLE_EVERY + self._gap(len(b)) for _, b in blocks)
         self.cap = cap = max(1, size)
-        self.slot = array("i", [-1]) * len(self.layout)
-        self.entry_at = array("i", [-1]) * cap
+        slot = self.slot = array("i", [-1]) * len(self.layout)
+        entry_at = self.entry_at = array("i", [-1]) * cap
         self._start: dict[int, int] = {}
         self._end: dict[int, int] = {}
         self._limit: dict[int, int] = {}
         s = 0
         for block, members in blocks:
             self._start[block] = s
-            for n, i in enumerate(members, 1):
-                self.slot[i] = s
-                self.entry_at[s] = i
-                s += 1 + (n % HOLE_EVERY == 0 and n < len(members))
+            size = len(members)
+            for first in range(0, size, HOLE_EVERY):
+                run = members[first : first + HOLE_EVERY]
+                entry_at[s : s + len(run)] = array("i", run)
+                for i in run:
+                    slot[i] = s
+                    s += 1
+                s += first + HOLE_EVERY < size  # a hole, unless the block ends here
             self._end[block] = s
-            s += self._gap(len(members))
+            s += self._gap(size)
             self._limit[block] = s
 
     def _gap(self, size: int) -> int:

@@ -826,9 +826,7 @@ class Relevance:
             if b != lv // TIERS:
                 level[i] = b * TIERS + lv % TIERS
                 done.append(i)
-        for nid in before:
-            if nid in lexical or nid in context:
-                continue
+        for nid in before.keys() - lexical.keys() - context:
             i = first(nid)
             if i is None or i in todo:
                 continue
@@ -858,7 +856,7 @@ class Relevance:
                 continue
             level[i] = own
             moved.append(i)
-        starts.update([parent[i] for i in moved])
+        starts.update(map(parent.__getitem__, moved))
         containers: set[int] = set()
         for p in starts:
             while p >= 0 and p not in containers:
@@ -867,9 +865,11 @@ class Relevance:
         ref = layout.ref
         for p in sorted(containers, reverse=True):  # children before their parents
             own = best = self._own(nodes[p])
-            for c in _children(layout, p):
+            c, stop = p + 1, end[p]
+            while c < stop:  # the entries directly under p
                 if not ref[c] and level[c] > best:
                     best = level[c]
+                c = end[c]
             inherited[p] = best > own
             if best != level[p]:
                 level[p] = best
@@ -920,12 +920,3 @@ def _best(scores: dict[str, float], n: int) -> list[tuple[str, float]]:
         return sorted(scores.items(), key=_best_first)
     least = nlargest(n, scores.values())[-1]
     return sorted([item for item in scores.items() if item[1] >= least], key=_best_first)[:n]
-
-
-def _children(layout: Layout, p: int) -> Iterable[int]:
-    """The entries directly under entry ``p``."""
-    end = layout.end
-    c, stop = p + 1, end[p]
-    while c < stop:
-        yield c
-        c = end[c]

@@ -163,8 +163,14 @@ class SectionCache:
 
     def counted(self, node: Node, state: int) -> int:
         """The count of ``node``'s section at ``state`` if it is known (-1: not counted
-        yet for this version; 0 when HIDDEN)."""
-        return 0 if state == NodeState.HIDDEN else self._known(node, state)
+        yet for this version; 0 when HIDDEN). :meth:`_known`, inline: the allocation
+        asks this of most files at each focus change."""
+        if not state:  # HIDDEN
+            return 0
+        packed = self._counts.get(node.id)
+        if packed is None or packed & _MASK != node.version:
+            return -1
+        return ((packed >> (_FIELD * state)) & _MASK) - 1
 
     def least(self, node: Node, state: int, min_chars: int = 0) -> int:
         """A lower bound on :meth:`tokens` of ``node`` at ``state`` from its length
@@ -266,17 +272,27 @@ class SectionCache:
         Raises:
             ValueError: ``packed`` is not such an int.
         """
-        if not isinstance(packed, int) or isinstance(packed, bool) or packed < 0:
-            raise ValueError(f"saved token counts must be an int >= 0, got {packed!r}")
-        version = node.version
-        if packed >> (4 * _FIELD) != version or version > _MASK:
-            return
-        kept = version
-        for k in range(4):
-            count = (packed >> (_FIELD * k)) & _MASK
-            if count != _MASK:
-                kept |= (count + 1) << (_FIELD * (k + 1))
-        self._counts[node.id] = kept
+        self.restore_many(((node, packed),))
+
+    def restore_many(self, saved: Iterable[tuple[Node, int]]) -> None:
+        """:meth:`restore` for each (node, counts) pair, in one pass (a loaded session's).
+
+        Raises:
+            ValueError: a count is not such an int (the pairs before it are taken).
+        """
+        counts, mask, field, top = self._counts, _MASK, _FIELD, 4 * _FIELD
+        for node, packed in saved:
+            if type(packed) is not int or packed < 0:
+                raise ValueError(f"saved token counts must be an int >= 0, got {packed!r}")
+            version = node.version
+            if packed >> top != version or version > mask:
+                continue
+            kept = version
+            for k in range(4):
+                count = (packed >> (field * k)) & mask
+                if count != mask:
+                    kept |= (count + 1) << (field * (k + 1))
+            counts[node.id] = kept
 
     def forget(self, node_id: str) -> None:
         """Drop what is cached for a node (it left the graph)."""

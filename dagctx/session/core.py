@@ -27,7 +27,7 @@ import contextvars
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
@@ -275,6 +275,22 @@ class SessionCore:
             self.graph.link(parent, node)
         return node
 
+    def _add_loaded(self, nodes: Sequence[Node]) -> None:
+        """Add a loaded session's nodes (each with its id) as roots, in order, in bulk
+        (:meth:`ContextGraph.add_many`), and index the text nodes by path.
+
+        Raises:
+            GraphError: as :meth:`ContextGraph.add_many` (nothing is added then).
+        """
+        self.graph.add_many(nodes)
+        index = self._path_index
+        for node in nodes:
+            if isinstance(node, TextNode):
+                if node.path in index:
+                    self._index_path(node)
+                else:
+                    index[node.path] = node
+
     def text(
         self,
         path: str | os.PathLike[str],
@@ -384,7 +400,12 @@ class SessionCore:
 
     def text_nodes(self, path: str) -> list[TextNode]:
         """The text nodes showing the root-relative ``path``."""
-        return [n for n in self._peers(path) if n.graph is self.graph]
+        held, graph = self._path_index.get(path), self.graph
+        if held is None:
+            return []
+        if isinstance(held, TextNode):  # one node, as for nearly every path
+            return [held] if held.graph is graph else []
+        return [n for n in held if n.graph is graph]
 
     def set_budget(self, budget: int) -> None:
         """Change the token budget of later projections. Raises BudgetError."""

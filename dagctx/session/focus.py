@@ -19,6 +19,10 @@ from dagctx.session.core import SessionCore
 class FocusVerbs(SessionCore):
     """``focus`` of a :class:`~dagctx.session.Session`."""
 
+    # the session's FocusNode as last found or made: used while it is in the session's
+    # graph (a restore or a load may have taken it out or put another in its place)
+    _focus_node: FocusNode | None = None
+
     def focus(self, text: str | None) -> None:
         """Focus the projection on ``text`` (None clears the focus) from the next tick.
 
@@ -33,9 +37,14 @@ class FocusVerbs(SessionCore):
         self.queue_result(lambda: self._apply_focus(text))
 
     def _apply_focus(self, text: str | None) -> None:
-        for node in self.graph:
-            if isinstance(node, FocusNode):
-                node.set_text(text)
-                return
-        if text is not None:
-            self.add(FocusNode(text))
+        """Set the text of the session's FocusNode (found by a scan of the graph when the
+        one kept is not in it), or add one for ``text`` when there is none."""
+        node = self._focus_node
+        if node is None or node.graph is not self.graph:
+            node = next((n for n in self.graph if isinstance(n, FocusNode)), None)
+        if node is not None:
+            node.set_text(text)
+        elif text is not None:
+            node = FocusNode(text)
+            self.add(node)
+        self._focus_node = node

@@ -353,16 +353,15 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
             if ref in restored:
                 raise CheckpointError(f"session file {where} holds node {ref} twice", value=ref)
             restored[ref] = entry
-    by_ref: dict[int, Node] = {}
-    for ref in sorted(restored):
-        node, in_graph, seq, last_run, tokens = restored[ref]
-        node.last_run = last_run
-        if in_graph:
-            session.add(node)
-            if tokens is not None:
-                session.cache.restore(node, tokens)
-        node.seq = seq
-        by_ref[ref] = node
+    by_ref: dict[int, Node] = {ref: restored[ref][0] for ref in sorted(restored)}
+    session._add_loaded([row[0] for row in map(restored.__getitem__, by_ref) if row[1]])
+    session.cache.restore_many(
+        (node, tokens)
+        for node, in_graph, _, _, tokens in restored.values()
+        if in_graph and tokens is not None
+    )
+    for node, _, seq, last_run, _ in restored.values():
+        node.last_run, node.seq = last_run, seq
     checkpoints = [
         _structure_checkpoint(name, raw_cp, by_ref, where) for name, raw_cp in data.checkpoints
     ]

@@ -214,6 +214,7 @@ class TreeFilter:
         self.exclude = exclude
         self._root_prefix = str(root) + os.sep
         self._outputs = {Path(p).resolve() for p in ignore}
+        self._output_dirs: dict[str, bool] = {}  # directory → whether an output is there
         self.repository = Repository.find(root)
         self._tracked: frozenset[str] = frozenset()
         self._tracked_dirs: frozenset[str] = frozenset()
@@ -338,7 +339,7 @@ class TreeFilter:
     def _keeps_file_in(self, state: _Dir, rel_dir: str, rel: str, name: str) -> bool:
         if name in ALWAYS_SKIPPED:  # a worktree's or submodule's ``.git`` is a file
             return False
-        if state is _Dir.PRUNED or (self._outputs and self._is_output(rel)):
+        if state is _Dir.PRUNED or (self._outputs_in(rel_dir) and self._is_output(rel)):
             return False
         if self.exclude.selects(rel, False):
             return False
@@ -351,16 +352,27 @@ class TreeFilter:
     def _plain(self, state: _Dir, rel_dir: str) -> bool:
         """Whether no rule can leave out a file of the directory but its name (an
         entered directory, no ignore file in force, no include or exclude patterns, no
-        ignored outputs): :meth:`_keeps_file_in` then keeps every file not in
+        ignored output in it): :meth:`_keeps_file_in` then keeps every file not in
         ``ALWAYS_SKIPPED``, so a walk need not ask it file by file."""
         return (
             state is _Dir.OPEN
-            and not self._outputs
+            and not self._outputs_in(rel_dir)
             and not self.exclude
             and not self.include
             and self._exclude is None
             and not self._chain(rel_dir)
         )
+
+    def _outputs_in(self, rel_dir: str) -> bool:
+        """Whether an ignored output (or its temporary files) can lie in the directory:
+        one of them is there (:meth:`_is_output` asks only there; once per directory)."""
+        if not self._outputs:
+            return False
+        held = self._output_dirs.get(rel_dir)
+        if held is None:
+            directory = self.root / rel_dir
+            held = self._output_dirs[rel_dir] = any(directory == o.parent for o in self._outputs)
+        return held
 
     def _is_output(self, rel: str) -> bool:
         absolute = self.root / rel
@@ -407,10 +419,11 @@ class TreeFilter:
         be listed (no permission) is yielded but not entered, and recorded in
         :attr:`unreadable` with the reason (a later walk that lists it removes it).
 
-        Each directory is listed through a descriptor of its own. With ``stats``, each
-        file's ``os.lstat`` result goes there under its path before it is yielded (None
-        when it cannot be stat-ed), taken by name relative to that descriptor: no path
-        from the root is looked up again (a resume compares every file with the disk)."""
+        Each directory is listed through a descriptor of its own. With ``stats``, the
+        files are not yielded (only the directories are, in the order of each listing):
+        each file's ``os.lstat`` result goes there under its path instead (None when it
+        cannot be stat-ed), taken by name relative to that descriptor, so no path from
+        the root is looked up again (a resume compares every file with the disk)."""
         rel_start = "" if start == self.root else start.relative_to(self.root).as_posix()
         stack: list[tuple[str, str]] = [(str(start), rel_start)]
         while stack:
@@ -440,7 +453,8 @@ class TreeFilter:
         """Yield the files :meth:`walk` takes in from the directory open as ``fd``;
         return its subdirectories to enter, as (path, root-relative path)."""
         try:
-            entries = sorted(os.scandir(fd), key=_entry_name)
+            listing = os.scandir(fd)
+            entries = sorted(listing, key=_entry_name) if stats is None else list(listing)
         except OSError as exc:
             self.unreadable[rel_dir] = exc.strerror or str(exc)
             return []
@@ -450,9 +464,11 @@ class TreeFilter:
         subdirs = []
         state = self._state(rel_dir)
         plain = self._plain(state, rel_dir)
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        lstat = os.lstat
         for entry in entries:
             name = entry.name
-            rel = f"{rel_dir}/{name}" if rel_dir else name
+            rel = prefix + name
             # Neither test follows a symlink, so a symlink is neither (and skipped).
             if entry.is_file(follow_symlinks=False):
                 if (
@@ -460,20 +476,16 @@ class TreeFilter:
                     if plain
                     else self._keeps_file_in(state, rel_dir, rel, name)
                 ):
-                    if stats is not None:
-                        stats[rel] = _lstat_at(fd, name)
-                    yield rel, False
+                    if stats is None:
+                        yield rel, False
+                        continue
+                    try:
+                        stats[rel] = lstat(name, dir_fd=fd)
+                    except OSError:
+                        stats[rel] = None
             elif entry.is_dir(follow_symlinks=False) and self.keeps_dir(rel):
                 subdirs.append((os.path.join(directory, name), rel))
         return subdirs
-
-
-def _lstat_at(fd: int, name: str) -> os.stat_result | None:
-    """``os.lstat`` of ``name`` in the directory open as ``fd`` (None if it cannot be)."""
-    try:
-        return os.lstat(name, dir_fd=fd)
-    except OSError:
-        return None
 
 
 _entry_name = operator.attrgetter("name")

@@ -313,25 +313,24 @@ class TreeTracker:
 
     def _survey(self, rel_dir: str, plan: ChangeSet) -> None:
         """Compare a directory on disk with its tracked nodes (everything below it)."""
-        files: set[str] = set()
         dirs: set[str] = set()
-        stats: dict[str, os.stat_result | None] = {}  # each file's lstat, taken by the walk
+        # each file of the tree and its lstat, taken by the walk (which yields the dirs)
+        files: dict[str, os.stat_result | None] = {}
         absolute = self.session.root / rel_dir
         if absolute.is_dir() and not absolute.is_symlink() and self.filter.keeps_dir(rel_dir):
             dirs.add(rel_dir)
-            for rel, is_dir in self.filter.walk(absolute, stats):
-                (dirs if is_dir else files).add(rel)
+            dirs.update(rel for rel, _ in self.filter.walk(absolute, files))
         new_dirs = dirs - self.dirs.keys()
         if self.filter.include:  # as the scan: no group for a directory without files
             new_dirs &= {d for f in files for d in _ancestors(f, "")}
         plan.new_dirs.update(new_dirs)
         tracked, text_nodes, touched = self.files, self.session.text_nodes, plan.touched
-        for rel in files:  # every file of the tree at a resume: one lstat each, no generator
+        for rel, lstat in files.items():  # every file of the tree at a resume: one lstat each
             if rel not in tracked:
                 self._add_candidate(rel, plan)
                 continue
             for node in text_nodes(rel):
-                if node.changed_on_disk(stats[rel]):
+                if node.changed_on_disk(lstat):
                     touched.add(rel)
                     break
         for rel in [r for r in self.files.keys() - files if _under(r, rel_dir)]:
