@@ -227,3 +227,46 @@ class TestLineRanges:
     def test_session_accepts_an_open_ended_range(self, session: Session) -> None:
         node = session.text("src/auth.py", lines=(5, None))
         assert node.lines == ["def check(user):", "    return True"]
+
+
+class TestExtras:
+    """Fields nearly every node leaves at their default live in one record, made on the
+    first other value and dropped when all are back at their defaults."""
+
+    def test_a_read_file_holds_no_record_until_a_field_leaves_its_default(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "a.txt").write_text("alpha\n")
+        node = TextNode("a.txt", root=tmp_path)
+        assert node._extras is None
+        assert (node.priority, node.tags, node.edited, node.placeholder) == (40, set(), False, None)
+        assert node._extras is not None  # reading tags made a set: a record holds it
+        node.tags = ()
+        assert node._extras is None
+        node.edited = True
+        node.priority = 7
+        assert (node.edited, node.priority, node._extras is not None) == (True, 7, True)
+        node.edited = False
+        assert node._extras is not None  # the priority is still its own
+        node.priority = None
+        assert node._extras is None and (node.edited, node.priority) == (False, 40)
+
+    def test_nodes_keep_their_own_records(self, tmp_path: Path) -> None:
+        (tmp_path / "a.txt").write_text("alpha\n")
+        one, two = TextNode("a.txt", root=tmp_path), TextNode("a.txt", root=tmp_path)
+        one.edited = True
+        two.priority = 3
+        assert (one.edited, one.priority, two.edited, two.priority) == (True, 40, False, 3)
+
+    def test_a_node_restored_unread_keeps_length_and_digest_in_one_int(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "a.txt").write_text("alpha\nbeta\n")
+        node = TextNode("a.txt", root=tmp_path)
+        again = Node.from_dict({**node.to_dict(), "snapshot": node.snapshot()})
+        assert isinstance(again, TextNode) and type(again._body) is int
+        assert again.least_chars(NodeState.DETAILS) == len("alpha\nbeta")
+        assert again.content_digest() == node.content_digest()
+        assert again.snapshot() == node.snapshot()
+        assert again.content == "alpha\nbeta" and again._extras is None
+        assert again.snapshot() == node.snapshot()

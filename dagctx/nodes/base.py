@@ -13,6 +13,12 @@ from outside, :meth:`recompute` (returning whether the content changed: early cu
 A type whose nodes a session holds by the thousand (file nodes) may also be saved as one
 block of columns (:meth:`Node.to_columns`, :meth:`Node.from_columns`): each field is
 checked once per column, not once per node.
+
+Fields that nearly every node leaves at their default (an own priority, tags; a text
+node's redaction marks and flags) are :class:`Extra` attributes: they live in one
+:class:`NodeExtras` record per node, made when one of them first takes another value and
+dropped when all are back at their defaults, so a node that has none pays one slot for
+all of them.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, overload
 
 from dagctx._validate import is_finite, is_int
 from dagctx.errors import GraphError, NodeFieldError
@@ -115,6 +121,74 @@ class TickFrequency:
         raise NodeFieldError(f"unknown tick frequency {data!r}", field="frequency", value=data)
 
 
+_V = TypeVar("_V")
+
+
+class NodeExtras:
+    """The :class:`Extra` fields of one node (see the module docstring). A node type
+    with extras of its own subclasses it, adding their slots and defaults to
+    :attr:`DEFAULTS`, and names it in :attr:`Node.extras_type`."""
+
+    __slots__ = ("_priority", "_tags")
+    _priority: int | None
+    _tags: set[str] | None
+    #: Each field's default, by slot name: a record whose fields all hold theirs is
+    #: dropped (compared by identity: None, False, 0).
+    DEFAULTS: ClassVar[dict[str, Any]] = {"_priority": None, "_tags": None}
+
+    def __init__(self) -> None:
+        for name, value in self.DEFAULTS.items():
+            setattr(self, name, value)
+
+    def is_default(self) -> bool:
+        """Whether every field holds its default."""
+        return all(getattr(self, name) is value for name, value in self.DEFAULTS.items())
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.DEFAULTS)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Extra(Generic[_V]):
+    """A node attribute kept in the node's :class:`NodeExtras` record (``node._extras``)
+    under the same name: its default while the node has no record; setting another value
+    makes the record, setting the default back drops it once all its fields are."""
+
+    __slots__ = ("default", "name")
+
+    def __init__(self, default: _V) -> None:
+        self.default = default
+        self.name = ""
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, node: None, owner: type[Any]) -> Extra[_V]: ...
+    @overload
+    def __get__(self, node: Node, owner: type[Any]) -> _V: ...
+    def __get__(self, node: Node | None, owner: type[Any]) -> Any:
+        if node is None:
+            return self
+        extras = node._extras
+        return self.default if extras is None else getattr(extras, self.name)
+
+    def __set__(self, node: Node, value: _V) -> None:
+        extras = node._extras
+        if value is self.default:
+            if extras is not None:
+                setattr(extras, self.name, value)
+                if extras.is_default():
+                    node._extras = None
+            return
+        if extras is None:
+            extras = node._extras = node.extras_type()
+        setattr(extras, self.name, value)
+
+
 @dataclass(frozen=True, slots=True)
 class Trace:
     """One recorded change of one node: the version step and why it happened."""
@@ -153,10 +227,12 @@ class Node:
     #: States at which the projection walks into the node's children.
     expands_at: ClassVar[frozenset[NodeState]] = frozenset({NodeState.DETAILS, NodeState.ALL})
 
+    #: The record of the type's :class:`Extra` fields.
+    extras_type: ClassVar[type[NodeExtras]] = NodeExtras
+
     __slots__ = (
         "__weakref__",
-        "_priority",
-        "_tags",
+        "_extras",
         "created_at",
         "frequency",
         "graph",
@@ -192,6 +268,7 @@ class Node:
             raise NodeFieldError(
                 f"mode must be 'running' or 'paused', got {mode!r}", field="mode", value=mode
             )
+        self._extras: NodeExtras | None = None
         self.id: str = id or ""
         self.version = 0
         self.state = self.default_state if state is None else NodeState.parse(state)
@@ -204,12 +281,17 @@ class Node:
         self.last_run: float | None = None
         self.seq = 0
 
+    _priority: Extra[int | None] = Extra(None)
+    _tags: Extra[set[str] | None] = Extra(None)
+
     # -- identity and structure -------------------------------------------------------
 
     @property
     def priority(self) -> int:
         """The node's priority: its own if set, else the type default."""
-        return self.default_priority if self._priority is None else self._priority
+        extras = self._extras  # read here, not through Extra: the degrade order reads
+        own = None if extras is None else extras._priority  # it for every node
+        return self.default_priority if own is None else own
 
     @priority.setter
     def priority(self, value: int | None) -> None:
@@ -478,6 +560,7 @@ class Node:
             get["tags"], get["created_at"], get["updated_at"], strict=True,
         ):  # fmt: skip
             node = new(cls)
+            node._extras = None
             node.id, node.version, node.state, node.mode = nid, version, state, _MODES[mode]
             node.frequency, node._priority, node._tags = frequency, priority, set(tags) or None
             node.created_at = created = float(created)

@@ -78,7 +78,9 @@ from dagctx._secrets import describe, redact, secret_file_reason
 from dagctx._words import terms, tokenize
 from dagctx.errors import GraphError
 from dagctx.nodes.base import (
+    Extra,
     Node,
+    NodeExtras,
     NodeState,
     TickFrequency,
     all_counts,
@@ -299,6 +301,28 @@ class _SpecField(Generic[_V]):
 
 
 _NO_MARKS: tuple[str | None, str | None, str | None] = (None, None, None)
+_DIGEST_BITS = 128  # a digest (16 bytes) as an int, below the length in an unread body
+_DIGEST_MASK = (1 << _DIGEST_BITS) - 1
+
+
+def _unread(chars: int, digest: bytes) -> int:
+    """The body of a text node not read yet: the length of its text and its digest in
+    one int (a third of the bytes of an int and a bytes object)."""
+    return chars << _DIGEST_BITS | int.from_bytes(digest, "big")
+
+
+class _TextExtras(NodeExtras):
+    """A text node's :class:`~dagctx.nodes.base.Extra` fields: its marks (placeholder,
+    notice, redaction note), whether it shows content newer than its version, whether
+    it was edited."""
+
+    __slots__ = ("_marks", "_stale", "edited")
+    _marks: tuple[str | None, str | None, str | None] | None
+    _stale: bool
+    edited: bool
+    DEFAULTS: ClassVar[dict[str, Any]] = {
+        **NodeExtras.DEFAULTS, "_marks": None, "_stale": False, "edited": False
+    }  # fmt: skip
 
 
 class _MarkField:
@@ -318,7 +342,9 @@ class _MarkField:
     def __get__(self, node: TextNode | None, owner: type[Any]) -> Any:
         if node is None:
             return self
-        return (node._marks or _NO_MARKS)[self.index]
+        extras = node._extras  # read here, not through Extra: a render reads it
+        marks = None if extras is None else extras._marks  # type: ignore[attr-defined]
+        return (marks or _NO_MARKS)[self.index]
 
     def __set__(self, node: TextNode, value: str | None) -> None:
         marks = list(node._marks or _NO_MARKS)
@@ -334,7 +360,11 @@ class TextNode(Node):
     by the nodes that read alike (the files of a scanned tree differ only by media
     type): one slot per node instead of six. ``total_bytes`` is the size in the stat
     key unless the file's size differed from it when it was read. ``placeholder``,
-    ``notice`` and ``redacted`` share one slot, empty while all three are None.
+    ``notice`` and ``redacted`` are one tuple, None while all three are None, and with
+    ``edited`` and the flag of a late read they are :class:`~dagctx.nodes.base.Extra`
+    fields (no slot of their own while at their defaults). The text shown is one string,
+    or while it is not read yet (a node restored from a snapshot) its length and digest
+    packed in one int.
     """
 
     type_name: ClassVar[str] = "text"
@@ -342,20 +372,16 @@ class TextNode(Node):
     default_priority: ClassVar[int] = 40
     default_frequency: ClassVar[TickFrequency] = TickFrequency.turn()
     column_keys: ClassVar[tuple[str, ...]] = (*_DATA_KEYS, *_SNAPSHOT_KEYS)
+    extras_type: ClassVar[type[NodeExtras]] = _TextExtras
 
-    __slots__ = (
-        "_body",
-        "_chars",
-        "_digest",
-        "_marks",
-        "_n",
-        "_size",
-        "_spec",
-        "_stale",
-        "_stat",
-        "edited",
-        "path",
-    )
+    __slots__ = ("_body", "_n", "_size", "_spec", "_stat", "path")
+
+    # placeholder (shown instead of content), notice (after it), redacted (what
+    # redaction replaced in the lines shown): None while all three are None
+    _marks: Extra[tuple[str | None, str | None, str | None] | None] = Extra(None)
+    _stale: Extra[bool] = Extra(False)  # shows newer content than its version says
+    #: Whether a re-read this session found the content changed (see the module docstring).
+    edited: Extra[bool] = Extra(False)
 
     root: _SpecField[Path] = _SpecField(0)
     start_line: _SpecField[int | None] = _SpecField(1)
@@ -400,17 +426,11 @@ class TextNode(Node):
             (_resolved_root(os.fspath(root)), start_line, end_line, media_type, max_bytes,
              include_secrets)
         )  # fmt: skip
-        # placeholder (shown instead of content), notice (after it), redacted (what
-        # redaction replaced in the lines shown): all None
-        self._marks: tuple[str | None, str | None, str | None] | None = None
-        self._body: str | None = ""  # the lines shown, "\n"-joined (None: not read yet)
-        self._chars = 0  # while not read yet: the length of the text shown
-        self._digest: bytes | None = None  # while not read yet: the text's digest
-        self._stale = False  # shows newer content than its version says (see _materialize)
+        # the lines shown, "\n"-joined; an int while not read yet (see _unread)
+        self._body: str | int = ""
         self._n = -1  # how many lines that is (-1: not read yet)
         self._stat: StatKey | None = None
         self._size: int | None = 0  # None: the size in _stat
-        self.edited = False  # whether a re-read this session found the content changed
 
     # -- reading ----------------------------------------------------------------------
 
@@ -458,7 +478,7 @@ class TextNode(Node):
     def _text(self) -> str:
         """The lines shown, "\n"-joined (read now for a node restored from a snapshot)."""
         body = self._body
-        return body if body is not None else self._materialize()
+        return body if isinstance(body, str) else self._materialize()
 
     def _read(self) -> ReadResult:
         """Read the file: (stat key, placeholder, lines, notice, secrets redacted).
@@ -559,14 +579,16 @@ class TextNode(Node):
             text
         ):
             return False
-        self._body, self._n, self._digest = text, n, None
+        self._body, self._n = text, n
         self._set_marks(placeholder, notice, redacted)
         return True
 
     def _shows(self, text: str) -> bool:
         """Whether ``text`` is the text shown (compared by digest while not read yet)."""
         body = self._body
-        return text == body if body is not None else _digest(text) == self._digest
+        if isinstance(body, str):
+            return text == body
+        return int.from_bytes(_digest(text), "big") == body & _DIGEST_MASK
 
     def _key(self, lstat: os.stat_result | None = None) -> StatKey | None:
         """The file's :func:`stat_key`; from ``lstat`` (the file's ``os.lstat`` result,
@@ -685,7 +707,8 @@ class TextNode(Node):
         it whole), so that a bound on its count needs no render; None at lower states
         and for a placeholder."""
         if self.placeholder is None and state >= NodeState.DETAILS:
-            return self._chars if self._body is None else len(self._body)
+            body = self._body
+            return len(body) if isinstance(body, str) else body >> _DIGEST_BITS
         return None
 
     def cuttable_lines(self) -> int:
@@ -835,9 +858,10 @@ class TextNode(Node):
     def content_digest(self) -> bytes:
         """A digest of the text shown: computed from the text (not kept: a digest per
         node would cost memory), or the snapshot's while the text is not read yet."""
-        if self._body is None and self._digest is not None:
-            return self._digest
-        return _digest(self._text)
+        body = self._body
+        if isinstance(body, str):
+            return _digest(body)
+        return (body & _DIGEST_MASK).to_bytes(16, "big")
 
     def snapshot(self) -> dict[str, Any] | None:
         """What the node read, without the text: the stat key of the read, the
@@ -848,13 +872,14 @@ class TextNode(Node):
         newer than the node's version."""
         if type(self) is not TextNode or self._stale:
             return None
+        body = self._body
         return {
             "stat": None if self._stat is None else list(unpack_stat(self._stat)),
             "placeholder": self.placeholder,
             "notice": self.notice,
             "redacted": self.redacted,
             "lines": self._n,
-            "chars": len(self._body) if self._body is not None else self._chars,
+            "chars": len(body) if isinstance(body, str) else body >> _DIGEST_BITS,
             "bytes": self.total_bytes,
             "digest": self.content_digest().hex(),
         }
@@ -945,12 +970,10 @@ class TextNode(Node):
             node._spec = _shared_spec((roots[root], start, end, media, most, bool(secrets)))
             node.edited = edited
             node._set_marks(placeholder, notice, redacted)
-            node._n, node._size, node._chars, node._stale = n, size, chars, False
+            node._n, node._size = n, size
             node._set_stat(None if stat is None else pack_stat(*stat))
-            if n == 0:  # nothing shown: nothing to read
-                node._body, node._digest = "", None
-            else:
-                node._body, node._digest = None, digest
+            # nothing shown: nothing to read
+            node._body = "" if n == 0 else _unread(chars, digest)
 
     def _materialize(self) -> str:
         """Read the text of a node restored from a snapshot. When the file no longer
@@ -960,11 +983,10 @@ class TextNode(Node):
         key, placeholder, lines, notice, redacted = self._read()
         text = "\n".join(lines)
         same = (placeholder, notice, len(lines)) == (self.placeholder, self.notice, self._n)
-        if not (same and _digest(text) == self._digest):
+        if not (same and self._shows(text)):
             self.placeholder, self.notice, self._n = placeholder, notice, len(lines)
             self._stale = True
-        self.redacted, self._body, self._digest = redacted, text, None
-        self._chars = 0  # the length of the text shown is len(self._body) now
+        self.redacted, self._body = redacted, text
         self._set_stat(key)
         return text
 
