@@ -210,6 +210,26 @@ class TestStatKey:
         assert key == pack_stat(mtime, size, identity)
         assert unpack_stat(key) == (mtime, size, identity)
 
+    @given(
+        mtime=st.integers(0, 2**94),
+        size=st.integers(0, 2**63 - 1),
+        high=st.integers(-(2**600), 2**600),
+    )
+    def test_an_identity_whose_ctime_is_the_mtime_comes_back_exactly(
+        self, mtime: int, size: int, high: int
+    ) -> None:
+        identity = high << 64 | mtime
+        assert unpack_stat(pack_stat(mtime, size, identity)) == (mtime, size, identity)
+
+    def test_a_key_takes_the_bits_its_fields_need(self) -> None:
+        mtime = 1_795_555_827_574_668_482  # 2026, in ns
+        identity = ((65024 << 64 | 5_804_399) << 32 | 0o100644) << 64 | mtime  # ctime = mtime
+        key = pack_stat(mtime, 2408, identity)
+        # 1 + 7 + 12 (size) + 7 + 62 (mtime) + 112 (device, inode, mode); at the widest a
+        # stat result can hold (a 96-bit mtime, a 64-bit size, a 64-bit ctime): 336
+        assert key.bit_length() == 201
+        assert pack_stat(mtime, 2408, identity + 1).bit_length() == 201 + 64  # ctime kept
+
     def test_fields_a_stat_result_cannot_hold_are_refused(self) -> None:
         for mtime, size in ((0, -1), (0, 2**64), (2**95, 0), (-(2**95) - 1, 0)):
             with pytest.raises(ValueError, match="mtime and size"):

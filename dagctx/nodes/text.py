@@ -116,16 +116,15 @@ _SNAPSHOT_KEYS = (
 
 
 #: A file's stat key: its mtime in ns, size and identity packed into one int (an int
-#: costs a third of a tuple of three); see :func:`stat_key`.
+#: costs a third of a tuple of three); see :func:`stat_key` and :func:`pack_stat`.
 StatKey = int
 # (stat key, placeholder, lines, notice, secrets redacted: a describe() phrase or None)
 ReadResult = tuple[StatKey | None, str | None, list[str], str | None, str | None]
-_SIZE_BITS = 64  # st_size is a signed 64-bit off_t: 0 <= size < 2**63
-_MTIME_BITS = 96  # st_mtime_ns is a 64-bit time_t in ns: |mtime| < 2**94
-_MTIME_OFFSET = 1 << (_MTIME_BITS - 1)
-_SIZE_MASK = (1 << _SIZE_BITS) - 1
-_MTIME_MASK = (1 << _MTIME_BITS) - 1
-_KEY_SHIFT = _MTIME_BITS + _SIZE_BITS  # the identity's place in a stat key
+_SIZE_MASK = (1 << 64) - 1  # st_size is a signed 64-bit off_t: 0 <= size < 2**63
+_MTIME_OFFSET = 1 << 95  # st_mtime_ns is a 64-bit time_t in ns: |mtime| < 2**94
+_CTIME_MASK = (1 << 64) - 1  # the ctime in the low bits of an identity (_identity)
+_LEN = 7  # bits that give a packed field's length (at most 96)
+_LEN_MASK = (1 << _LEN) - 1
 
 
 def _identity(st: os.stat_result) -> int:
@@ -138,26 +137,66 @@ def pack_stat(mtime_ns: int, size: int, identity: int) -> StatKey:
     """The stat key of (mtime in ns, size, identity), exactly: :func:`unpack_stat` gives
     them back.
 
+    From the lowest bit: a flag, set when the identity's low 64 bits (its ctime) equal
+    the mtime (then left out: a file written and not chmod-ed since); the size's bit
+    length in :data:`_LEN` bits, then the size; the same for the mtime (zigzag: 2m for
+    m >= 0, -2m - 1 below); then the identity. Each field takes the bits its value
+    needs, not the most a stat result can hold: about 200 bits for a file, not 336.
+
     Raises:
         ValueError: ``size`` or ``mtime_ns`` is out of the range a stat result can hold.
     """
     if not (0 <= size <= _SIZE_MASK and -_MTIME_OFFSET <= mtime_ns < _MTIME_OFFSET):
         raise ValueError(f"not a file's mtime and size: {mtime_ns!r}, {size!r}")
-    return identity << _KEY_SHIFT | (mtime_ns + _MTIME_OFFSET) << _SIZE_BITS | size
+    return _pack(mtime_ns, size, identity)
+
+
+def _pack(mtime_ns: int, size: int, identity: int) -> StatKey:
+    """:func:`pack_stat` without the range check."""
+    same = mtime_ns >= 0 and identity & _CTIME_MASK == mtime_ns
+    if same:
+        identity >>= 64
+    zigzag = mtime_ns << 1 if mtime_ns >= 0 else ~mtime_ns << 1 | 1
+    size_bits, mtime_bits = size.bit_length(), zigzag.bit_length()
+    fields = ((identity << mtime_bits | zigzag) << _LEN | mtime_bits) << size_bits | size
+    return (fields << _LEN | size_bits) << 1 | same
+
+
+def _key_size(key: StatKey) -> int:
+    """The size in a :func:`pack_stat` key."""
+    return key >> (_LEN + 1) & ((1 << (key >> 1 & _LEN_MASK)) - 1)
 
 
 def unpack_stat(key: StatKey) -> tuple[int, int, int]:
     """(mtime in ns, size, identity) of a :func:`pack_stat` key."""
-    mtime = (key >> _SIZE_BITS & _MTIME_MASK) - _MTIME_OFFSET
-    return mtime, key & _SIZE_MASK, key >> _KEY_SHIFT
+    size_bits = key >> 1 & _LEN_MASK
+    rest = key >> (_LEN + 1)
+    size = rest & ((1 << size_bits) - 1)
+    rest >>= size_bits
+    mtime_bits = rest & _LEN_MASK
+    rest >>= _LEN
+    zigzag = rest & ((1 << mtime_bits) - 1)
+    identity = rest >> mtime_bits
+    mtime = ~(zigzag >> 1) if zigzag & 1 else zigzag >> 1
+    if key & 1:
+        identity = identity << 64 | mtime
+    return mtime, size, identity
 
 
 def lstat_key(st: os.stat_result) -> StatKey:
     """The stat key of a file that is not a symlink, from its ``os.lstat`` result: what
-    :func:`pack_stat` gives for its mtime, size and identity, packed in one expression
-    (no range check: a stat result is in range)."""
-    identity = ((st.st_dev << 64 | st.st_ino) << 32 | st.st_mode) << 64 | st.st_ctime_ns
-    return identity << _KEY_SHIFT | (st.st_mtime_ns + _MTIME_OFFSET) << _SIZE_BITS | st.st_size
+    :func:`pack_stat` gives for its mtime, size and identity (no range check: a stat
+    result is in range)."""
+    mtime, size, ctime = st.st_mtime_ns, st.st_size, st.st_ctime_ns
+    identity = (st.st_dev << 64 | st.st_ino) << 32 | st.st_mode  # without the ctime
+    if mtime < 0:
+        return _pack(mtime, size, identity << 64 | ctime)
+    same = ctime == mtime  # _pack's test: a stat result's ctime is below 2**63
+    if not same:
+        identity = identity << 64 | ctime
+    mtime_bits, size_bits = mtime.bit_length() + 1 if mtime else 0, size.bit_length()
+    fields = ((identity << mtime_bits | mtime << 1) << _LEN | mtime_bits) << size_bits | size
+    return (fields << _LEN | size_bits) << 1 | same
 
 
 def stat_key(path: str) -> StatKey | None:
@@ -440,7 +479,7 @@ class TextNode(Node):
         size = self._size
         if size is None:
             assert self._stat is not None
-            return self._stat & _SIZE_MASK
+            return _key_size(self._stat)
         return size
 
     @total_bytes.setter
@@ -459,7 +498,7 @@ class TextNode(Node):
         (no int of its own while it is the key's size)."""
         size = self.total_bytes
         self._stat = key
-        self._size = None if key is not None and key & _SIZE_MASK == size else size
+        self._size = None if key is not None and _key_size(key) == size else size
 
     @property
     def abspath(self) -> Path:
