@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -270,3 +271,26 @@ class TestExtras:
         assert again.snapshot() == node.snapshot()
         assert again.content == "alpha\nbeta" and again._extras is None
         assert again.snapshot() == node.snapshot()
+
+
+class TestTimes:
+    def test_nodes_made_within_the_grain_share_one_float(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from dagctx.nodes import base
+
+        clock = iter([1000.0, 1000.0 + base.TIME_GRAIN / 2, 1000.0 + base.TIME_GRAIN * 2])
+        monkeypatch.setattr(base.time, "time", lambda: next(clock))
+        a, b, c = (GroupNode(title) for title in "abc")
+        assert a.created_at is b.created_at and a.updated_at is a.created_at
+        assert c.created_at == 1000.0 + base.TIME_GRAIN * 2
+
+    def test_equal_saved_times_come_back_as_one_float(self, tmp_path: Path) -> None:
+        for name in "ab":
+            (tmp_path / f"{name}.txt").write_text(f"{name}\n")
+        nodes = [TextNode(f"{name}.txt", root=tmp_path) for name in "ab"]
+        for node in nodes:
+            node.created_at = node.updated_at = 1000.5
+        columns = TextNode.to_columns([(node, node.snapshot() or {}) for node in nodes])
+        back = TextNode.from_columns(json.loads(json.dumps(columns)))  # as a file holds them
+        assert back[0].created_at is back[1].created_at is back[1].updated_at == 1000.5

@@ -123,6 +123,22 @@ class TickFrequency:
 
 _V = TypeVar("_V")
 
+#: Node times within this many seconds of the last one taken are that one (one float
+#: for the thousands of nodes a scan makes in a second, not 24 bytes each).
+TIME_GRAIN = 0.001
+_last_time = [0.0]
+
+
+def _now() -> float:
+    """``time.time()``, or the float this gave last when that is less than
+    :data:`TIME_GRAIN` older."""
+    now = time.time()
+    last = _last_time[0]
+    if 0.0 <= now - last < TIME_GRAIN:
+        return last
+    _last_time[0] = now
+    return now
+
 
 class NodeExtras:
     """The :class:`Extra` fields of one node (see the module docstring). A node type
@@ -214,7 +230,8 @@ class Node:
         frequency: the node's :class:`TickFrequency`.
         priority: higher survives budget pressure longer; ``None`` uses the type default.
         tags: free-form labels.
-        created_at / updated_at: wall-clock seconds.
+        created_at / updated_at: wall-clock seconds, to :data:`TIME_GRAIN` (nodes made or
+            changed within it of each other share one float).
         seq: the graph's logical clock at the last change (recency, deterministic).
     """
 
@@ -276,7 +293,7 @@ class Node:
         self.frequency = frequency or self.default_frequency
         self._priority = priority
         self._tags: set[str] | None = set(tags) or None  # most nodes have none: no set
-        self.created_at = self.updated_at = time.time()
+        self.created_at = self.updated_at = _now()
         self.graph: ContextGraph | None = None
         self.last_run: float | None = None
         self.seq = 0
@@ -353,7 +370,7 @@ class Node:
         """
         old = self.version
         self.version = old + 1
-        self.updated_at = time.time()
+        self.updated_at = _now()
         trace = Trace(self.id, old, self.version, description, self.updated_at, derived)
         if self.graph is not None:
             self.graph.record_change(self, trace)
@@ -554,6 +571,7 @@ class Node:
         for key in ("created_at", "updated_at"):
             check_column(get[key], key, _finite, rule="a finite number", whole=_all_finite)
         nodes: list[Node] = []
+        times: dict[float, float] = {}
         new = cls.__new__
         for nid, version, state, mode, frequency, priority, tags, created, updated in zip(
             ids, get["version"], states, modes, frequencies, get["priority"],
@@ -563,8 +581,9 @@ class Node:
             node._extras = None
             node.id, node.version, node.state, node.mode = nid, version, state, _MODES[mode]
             node.frequency, node._priority, node._tags = frequency, priority, set(tags) or None
-            node.created_at = created = float(created)
-            node.updated_at = created if updated == created else float(updated)
+            # equal times (nodes made within TIME_GRAIN) share one float again
+            node.created_at = created = times.setdefault(created, float(created))
+            node.updated_at = times.setdefault(updated, float(updated))
             node.graph, node.last_run, node.seq = None, None, 0
             nodes.append(node)
         own = {key: _column(columns, key, count) for key in cls.column_keys}
