@@ -118,8 +118,9 @@ _SNAPSHOT_KEYS = (
 #: A file's stat key: its mtime in ns, size and identity packed into one int (an int
 #: costs a third of a tuple of three); see :func:`stat_key` and :func:`pack_stat`.
 StatKey = int
-# (stat key, placeholder, lines, notice, secrets redacted: a describe() phrase or None)
-ReadResult = tuple[StatKey | None, str | None, list[str], str | None, str | None]
+# (stat key, placeholder, lines, notice, secrets redacted: a describe() phrase or None,
+# the file's size when opened: None when it was not)
+ReadResult = tuple[StatKey | None, str | None, list[str], str | None, str | None, int | None]
 _SIZE_MASK = (1 << 64) - 1  # st_size is a signed 64-bit off_t: 0 <= size < 2**63
 _MTIME_OFFSET = 1 << 95  # st_mtime_ns is a 64-bit time_t in ns: |mtime| < 2**94
 _CTIME_MASK = (1 << 64) - 1  # the ctime in the low bits of an identity (_identity)
@@ -352,15 +353,16 @@ def _unread(chars: int, digest: bytes) -> int:
 
 class _TextExtras(NodeExtras):
     """A text node's :class:`~dagctx.nodes.base.Extra` fields: its marks (placeholder,
-    notice, redaction note), whether it shows content newer than its version, whether
-    it was edited."""
+    notice, redaction note), whether it shows content newer than its version, its size
+    when that is not the one in its stat key, whether it was edited."""
 
-    __slots__ = ("_marks", "_stale", "edited")
+    __slots__ = ("_marks", "_size", "_stale", "edited")
     _marks: tuple[str | None, str | None, str | None] | None
+    _size: int | None
     _stale: bool
     edited: bool
     DEFAULTS: ClassVar[dict[str, Any]] = {
-        **NodeExtras.DEFAULTS, "_marks": None, "_stale": False, "edited": False
+        **NodeExtras.DEFAULTS, "_marks": None, "_size": None, "_stale": False, "edited": False
     }  # fmt: skip
 
 
@@ -413,12 +415,15 @@ class TextNode(Node):
     column_keys: ClassVar[tuple[str, ...]] = (*_DATA_KEYS, *_SNAPSHOT_KEYS)
     extras_type: ClassVar[type[NodeExtras]] = _TextExtras
 
-    __slots__ = ("_body", "_n", "_size", "_spec", "_stat", "path")
+    __slots__ = ("_body", "_n", "_spec", "_stat", "path")
 
     # placeholder (shown instead of content), notice (after it), redacted (what
     # redaction replaced in the lines shown): None while all three are None
     _marks: Extra[tuple[str | None, str | None, str | None] | None] = Extra(None)
     _stale: Extra[bool] = Extra(False)  # shows newer content than its version says
+    # the size of the file when last read, None while that is the size in _stat (or 0
+    # without a stat key)
+    _size: Extra[int | None] = Extra(None)
     #: Whether a re-read this session found the content changed (see the module docstring).
     edited: Extra[bool] = Extra(False)
 
@@ -469,7 +474,6 @@ class TextNode(Node):
         self._body: str | int = ""
         self._n = -1  # how many lines that is (-1: not read yet)
         self._stat: StatKey | None = None
-        self._size: int | None = 0  # None: the size in _stat
 
     # -- reading ----------------------------------------------------------------------
 
@@ -478,8 +482,8 @@ class TextNode(Node):
         """The file's size when it was last read (0: never read)."""
         size = self._size
         if size is None:
-            assert self._stat is not None
-            return _key_size(self._stat)
+            key = self._stat
+            return 0 if key is None else _key_size(key)
         return size
 
     @total_bytes.setter
@@ -493,12 +497,14 @@ class TextNode(Node):
         else:
             self._marks = (placeholder, notice, redacted)
 
-    def _set_stat(self, key: StatKey | None) -> None:
-        """Adopt ``key`` as the stat key of the read shown, keeping :attr:`total_bytes`
-        (no int of its own while it is the key's size)."""
-        size = self.total_bytes
+    def _set_stat(self, key: StatKey | None, size: int | None = None) -> None:
+        """Adopt ``key`` as the stat key of the read shown, and ``size`` as
+        :attr:`total_bytes` (None: it stays), kept only while it is not the key's size
+        (0 without a key)."""
+        if size is None:
+            size = self.total_bytes
         self._stat = key
-        self._size = None if key is not None and _key_size(key) == size else size
+        self._size = None if size == (0 if key is None else _key_size(key)) else size
 
     @property
     def abspath(self) -> Path:
@@ -520,7 +526,8 @@ class TextNode(Node):
         return body if isinstance(body, str) else self._materialize()
 
     def _read(self) -> ReadResult:
-        """Read the file: (stat key, placeholder, lines, notice, secrets redacted).
+        """Read the file: (stat key, placeholder, lines, notice, secrets redacted, its size
+        when it was opened: None when it was not).
 
         The key is taken before the file is opened: a change after that gives a new key
         at the next check, so what was read is never taken for newer than it is.
@@ -529,26 +536,26 @@ class TextNode(Node):
         if not self.include_secrets:
             reason = secret_file_reason(self.path)
             if reason is not None:
-                return key, f"[withheld: {reason}, may hold secrets]", [], None, None
+                return key, f"[withheld: {reason}, may hold secrets]", [], None, None, None
         try:
             fd, st = open_inside(self.root, self.path)
         except FileNotFoundError:
-            return None, "[file deleted]", [], None, None
+            return None, "[file deleted]", [], None, None, None
         except OutsideRootError:
             # A symlink swapped in since, or a loaded node naming ../ or an absolute path.
-            return key, "[outside the session root, not shown]", [], None, None
+            return key, "[outside the session root, not shown]", [], None, None, None
         except NotRegularFileError:
-            return key, "[not a regular file]", [], None, None
+            return key, "[not a regular file]", [], None, None, None
         except OSError as exc:
-            return key, f"[file unreadable: {exc.strerror or exc}]", [], None, None
+            return key, f"[file unreadable: {exc.strerror or exc}]", [], None, None, None
         except ValueError as exc:  # a NUL byte in the path of a tampered session file
-            return None, f"[file unreadable: {exc}]", [], None, None
-        self.total_bytes = st.st_size
+            return None, f"[file unreadable: {exc}]", [], None, None, None
+        size = st.st_size
         try:
             with open(fd, "rb") as handle:
                 if self.start_line is not None or self.end_line is not None:
                     if looks_binary(handle.read(SNIFF_BYTES)):
-                        return key, _binary(st.st_size), [], None, None
+                        return key, _binary(st.st_size), [], None, None, size
                     handle.seek(0)
                     data, truncated = self._read_range(handle)
                 else:
@@ -556,16 +563,23 @@ class TextNode(Node):
                     # allocation per file); a file that grew since shows the rest next time.
                     data = handle.read(max(min(self.max_bytes, st.st_size), SNIFF_BYTES))
                     if looks_binary(data):
-                        return key, _binary(st.st_size), [], None, None
+                        return key, _binary(st.st_size), [], None, None, size
                     data = data[: self.max_bytes]
                     truncated = st.st_size > len(data)
         except OSError as exc:
-            return key, f"[file unreadable: {exc.strerror or exc}]", [], None, None
+            return key, f"[file unreadable: {exc.strerror or exc}]", [], None, None, size
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             if not (truncated and exc.start >= len(data) - 3):
-                return key, f"[not UTF-8 text (byte {exc.start:,}), not shown]", [], None, None
+                return (
+                    key,
+                    f"[not UTF-8 text (byte {exc.start:,}), not shown]",
+                    [],
+                    None,
+                    None,
+                    size,
+                )
             text = data[: exc.start].decode("utf-8")  # a character cut by max_bytes
         found = None
         if not self.include_secrets:
@@ -573,13 +587,13 @@ class TextNode(Node):
             found = describe(kinds) if kinds else None
         lines = split_lines(text)
         if not truncated:
-            return key, None, lines, None, found
+            return key, None, lines, None, found, size
         lines = lines[:-1] if lines and not text.endswith("\n") else lines
         notice = (
             f"[file is {st.st_size:,} bytes; only {len(lines):,} lines were read;"
             " open a (smaller) line range to see more]"
         )
-        return key, None, lines, notice, found
+        return key, None, lines, notice, found, size
 
     def _read_range(self, handle: BinaryIO) -> tuple[bytes, bool]:
         """Stream to the line range, keeping at most ``max_bytes`` of it: (bytes, truncated).
@@ -611,8 +625,8 @@ class TextNode(Node):
 
     def _load(self, read: ReadResult) -> bool:
         """Adopt a read result; return whether what the node shows changed."""
-        key, placeholder, lines, notice, redacted = read
-        self._set_stat(key)
+        key, placeholder, lines, notice, redacted, size = read
+        self._set_stat(key, size)
         text, n = "\n".join(lines), len(lines)
         if (placeholder, notice, n) == (self.placeholder, self.notice, self._n) and self._shows(
             text
@@ -1009,8 +1023,8 @@ class TextNode(Node):
             node._spec = _shared_spec((roots[root], start, end, media, most, bool(secrets)))
             node.edited = edited
             node._set_marks(placeholder, notice, redacted)
-            node._n, node._size = n, size
-            node._set_stat(None if stat is None else pack_stat(*stat))
+            node._n = n
+            node._set_stat(None if stat is None else pack_stat(*stat), size)
             # nothing shown: nothing to read
             node._body = "" if n == 0 else _unread(chars, digest)
 
@@ -1019,14 +1033,14 @@ class TextNode(Node):
         holds what the snapshot says (it changed after it was last checked), the node
         shows the file as it is now, and its next check (:meth:`recompute`) reports that
         as a change, so no version ever stands for two contents unnoticed."""
-        key, placeholder, lines, notice, redacted = self._read()
+        key, placeholder, lines, notice, redacted, size = self._read()
         text = "\n".join(lines)
         same = (placeholder, notice, len(lines)) == (self.placeholder, self.notice, self._n)
         if not (same and self._shows(text)):
             self.placeholder, self.notice, self._n = placeholder, notice, len(lines)
             self._stale = True
         self.redacted, self._body = redacted, text
-        self._set_stat(key)
+        self._set_stat(key, size)
         return text
 
     def data_dict(self) -> dict[str, Any]:
