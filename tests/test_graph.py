@@ -172,6 +172,21 @@ class TestStructure:
         assert (g.parents(a), g.parents(b), g.parents(c)) == ([p], [p, q], [])
         assert g.roots() == [p, q, c]
 
+    def test_parents_are_kept_in_the_nodes_not_in_a_dict_of_every_node(self) -> None:
+        g = ContextGraph()
+        p, q = g.add(Probe()), g.add(Probe())
+        kids = [g.add(Probe()) for _ in range(200)]
+        g.extend(p, kids)
+        g.link(q, kids[0])
+        adj = g._adj
+        own = [getattr(adj, name) for name in type(adj).__slots__ if name != "_nodes"]
+        assert adj._nodes is g._nodes
+        assert max(len(x) for x in own if isinstance(x, dict)) == 2  # the two parents' rows
+        assert kids[0]._parent_ids == (p.id, q.id) and kids[1]._parent_ids == (p.id,)
+        g.remove(kids[0])  # a node that leaves the graph keeps no parents
+        assert kids[0]._parent_ids == () and g.parents(kids[1]) == [p]
+        assert set(adj.pred) == set(g._nodes) and adj.pred[kids[1].id] == (p.id,)
+
     def test_only_nodes_with_children_hold_a_row_of_children(self) -> None:
         # a tree of files is mostly leaves: a row per leaf would cost a dict entry each
         g = ContextGraph()

@@ -497,7 +497,7 @@ class TestMemory:
             kids = [c for n in graph for c in graph._adj._children[n.id]]
             assert len(kids) == len(ids) - 1  # a tree under one root
             assert all(c is ids[c] for c in kids)
-            assert all(p is ids[p] for n in graph for p in graph._adj._parents[n.id])
+            assert all(p is ids[p] for n in graph for p in graph._adj.pred[n.id])
             traces = list(graph.traces)
             assert traces and all(t.node_id is ids[t.node_id] for t in traces)
             assert len({id(t.description) for t in traces}) == len({t.description for t in traces})

@@ -1,11 +1,14 @@
 """The edge store of a context graph: each node's children and parents, in order.
 
-:class:`Adjacency` keeps two dicts: :attr:`~Adjacency.pred` (the parents, in the order they
-were linked) keyed by every node id, and :attr:`~Adjacency.succ` (the children, in order)
-keyed by the nodes that have children; reading ``succ`` at any other node gives the empty
-row (so it reads like a row per node, but ``in`` and iteration see parents only). It hands
-them out read-only; every write goes through a method here. Reading a row costs a dict
-lookup (the cascade, the walk and the checkpoints read them on every change).
+:class:`Adjacency` keeps :attr:`~Adjacency.succ` (the children, in order), a dict keyed by
+the nodes that have children; reading it at any other node gives the empty row (so it
+reads like a row per node, but ``in`` and iteration see parents only). A node's parents
+(in the order they were linked) are kept in the node itself, in its ``_parent_ids`` slot,
+which only this module writes: :attr:`~Adjacency.pred` reads them by id through the
+graph's dict of nodes (a dict keyed by every node id for the parents alone would cost more
+than the slot). It hands the rows out read-only; every write goes through a method here.
+Reading a row costs a dict lookup (the cascade, the walk and the checkpoints read them on
+every change).
 
 The rows are lean because a graph of files has a row per node: a node without children
 has no row of children at all (most nodes of a tree are files), a node without parents
@@ -29,7 +32,8 @@ user. Imports networkx only.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from typing import Protocol
 
 import networkx as nx
 
@@ -39,6 +43,34 @@ Row = Collection[str]
 _NONE: tuple[str, ...] = ()
 #: Children kept in a tuple up to this many (a third of a dict's bytes), in a dict beyond.
 SMALL_ROW = 16
+
+
+class Holder(Protocol):
+    """What the adjacency needs of a node: the slot that holds its parents (``()``
+    while it has none, and once it leaves the graph)."""
+
+    _parent_ids: tuple[str, ...]
+
+
+class _Parents(Mapping[str, tuple[str, ...]]):
+    """Node id → its parents, read from the nodes themselves (every node of the graph)."""
+
+    __slots__ = ("_nodes",)
+
+    def __init__(self, nodes: Mapping[str, Holder]) -> None:
+        self._nodes = nodes
+
+    def __getitem__(self, node_id: str) -> tuple[str, ...]:
+        return self._nodes[node_id]._parent_ids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._nodes
 
 
 class _Children(dict[str, "dict[str, None] | tuple[str, ...]"]):
@@ -57,7 +89,9 @@ def _row(kids: Collection[str]) -> dict[str, None] | tuple[str, ...]:
 
 
 class Adjacency:
-    """Ordered edges parent → child.
+    """Ordered edges parent → child between the nodes of ``nodes`` (the graph's dict of
+    nodes by id, which the graph keeps: a node is added there, with no parents, before
+    its first edge, and removed after :meth:`remove_node`).
 
     :attr:`succ` and :attr:`pred` map every node id to its children / parents (a
     :data:`Row`, in order; ``succ`` holds only the nodes with children and reads the
@@ -65,13 +99,13 @@ class Adjacency:
     write them, and do not keep a row across a write.
     """
 
-    __slots__ = ("_children", "_parents", "pred", "succ")
+    __slots__ = ("_children", "_nodes", "pred", "succ")
 
-    def __init__(self) -> None:
+    def __init__(self, nodes: Mapping[str, Holder]) -> None:
         self._children = _Children()
-        self._parents: dict[str, tuple[str, ...]] = {}
+        self._nodes = nodes
         self.succ: Mapping[str, Row] = self._children
-        self.pred: Mapping[str, Row] = self._parents
+        self.pred: Mapping[str, Row] = _Parents(nodes)
 
     @property
     def digraph(self) -> nx.DiGraph[str]:
@@ -80,15 +114,15 @@ class Adjacency:
         its predecessors in parent order (orders no sequence of ``add_edge`` calls can
         always give both of, so its adjacency dicts are filled directly)."""
         dag: nx.DiGraph[str] = nx.DiGraph()
-        dag.add_nodes_from(self._parents)
+        dag.add_nodes_from(self._nodes)
         # networkx's stubs leave its adjacency dicts out: reach them through the instance.
         fields = vars(dag)
         succ: dict[str, dict[str, dict[str, object]]] = fields["_succ"]
         pred: dict[str, dict[str, dict[str, object]]] = fields["_pred"]
         for parent, kids in self._children.items():
             succ[parent].update((child, {}) for child in kids)
-        for child, parents in self._parents.items():
-            pred[child].update((parent, succ[parent][child]) for parent in parents)
+        for child, node in self._nodes.items():
+            pred[child].update((parent, succ[parent][child]) for parent in node._parent_ids)
         return dag
 
     def has_edge(self, parent: str, child: str) -> bool:
@@ -110,22 +144,14 @@ class Adjacency:
                     stack.append(child)
         return False
 
-    def add_node(self, node_id: str) -> None:
-        """Add a node without edges (a node already there keeps its edges)."""
-        self._parents.setdefault(node_id, _NONE)
-
-    def add_nodes(self, node_ids: Iterable[str]) -> None:
-        """Add nodes without edges (:meth:`add_node` for each)."""
-        parents = self._parents
-        for node_id in node_ids:
-            parents.setdefault(node_id, _NONE)
-
     def remove_node(self, node_id: str) -> None:
-        """Remove a node and every edge at it."""
+        """Remove every edge at a node (before the graph drops it from its nodes)."""
         for child in self._children.pop(node_id, _NONE):
             self._drop_parent(child, node_id)
-        for parent in self._parents.pop(node_id):
+        node = self._nodes[node_id]
+        for parent in node._parent_ids:
             self._drop_child(parent, node_id)
+        node._parent_ids = _NONE
 
     def add_edge(self, parent: str, child: str) -> None:
         """Append ``child`` to the children of ``parent`` (and ``parent`` to its parents);
@@ -133,7 +159,7 @@ class Adjacency:
         kids = self._children[parent]
         if child in kids:
             return
-        self._parents[child] = self._with_parent(child, parent, kids)
+        self._nodes[child]._parent_ids = self._with_parent(child, parent, kids)
         if isinstance(kids, dict):
             kids[child] = None
         else:
@@ -153,7 +179,7 @@ class Adjacency:
         """Make ``child`` the child of ``parent`` at ``position`` among its children
         (``parent`` goes last among the parents of ``child``)."""
         order = list(self._children[parent])
-        self._parents[child] = self._with_parent(child, parent, order)
+        self._nodes[child]._parent_ids = self._with_parent(child, parent, order)
         order.insert(position, child)
         self._children[parent] = _row(order)
 
@@ -168,11 +194,11 @@ class Adjacency:
         children ``parent`` had before. For a first parent that is the ``(parent,)``
         tuple of its first child when that child has no other parent: the children of a
         directory share one tuple instead of one each."""
-        parents = self._parents[child]
+        parents = self._nodes[child]._parent_ids
         if parents:
             return (*parents, parent)
         if kids:
-            first = self._parents[next(iter(kids))]
+            first = self._nodes[next(iter(kids))]._parent_ids
             if first == (parent,):
                 return first
         return (parent,)
@@ -189,8 +215,8 @@ class Adjacency:
             del self._children[parent]
 
     def _drop_parent(self, child: str, parent: str) -> None:
-        parents = self._parents[child]
-        self._parents[child] = tuple(p for p in parents if p != parent)
+        node = self._nodes[child]
+        node._parent_ids = tuple(p for p in node._parent_ids if p != parent)
 
 
-__all__ = ["Adjacency", "Row"]
+__all__ = ["Adjacency", "Holder", "Row"]

@@ -43,8 +43,8 @@ class ContextGraph:
     """The DAG of context nodes. See the module docstring for its invariants."""
 
     def __init__(self) -> None:
-        self._adj = Adjacency()
         self._nodes: dict[str, Node] = {}
+        self._adj = Adjacency(self._nodes)
         self._roots: dict[str, None] = {}
         self._roots_dropped = 0  # roots removed since _roots was last compacted
         self._id_counters: dict[str, int] = {}  # type name → last number new_id gave
@@ -123,8 +123,7 @@ class ContextGraph:
         if not node.id:
             node.id = self.new_id(node.type_name)
         node.graph = self
-        self._nodes[node.id] = node
-        self._adj.add_node(node.id)
+        self._nodes[node.id] = node  # with no parents (Node._parent_ids)
         self._roots[node.id] = None
         self.structure_version += 1
         for saved in self._watching:
@@ -169,7 +168,6 @@ class ContextGraph:
             if node.mode == "running" and node.frequency.kind != "never":
                 self.schedule_changed(node)
         self.clock = clock
-        self._adj.add_nodes(ids)
         self._roots.update(ids)
         self.structure_version += 1
         for saved in self._watching:
@@ -183,8 +181,7 @@ class ContextGraph:
         """
         node = self.get(ref)
         parents = self.parents(node)
-        pred = self._adj.pred
-        orphans = [c for c in self.children(node) if len(pred[c.id]) == 1]
+        orphans = [c for c in self.children(node) if len(c._parent_ids) == 1]
         for parent in parents:
             self._children_changing(parent.id)
         self._children_changing(node.id)
@@ -231,7 +228,7 @@ class ContextGraph:
     def parents(self, ref: NodeRef) -> list[Node]:
         """The node's parents, in the order they were linked."""
         nodes = self._nodes
-        return [nodes[i] for i in self._adj.pred[self.get(ref).id]]
+        return [nodes[i] for i in self.get(ref)._parent_ids]
 
     def children(self, ref: NodeRef) -> list[Node]:
         """The node's children, in order."""
@@ -252,7 +249,7 @@ class ContextGraph:
         return [nodes[i] for i in self._adj.succ[node_id]]
 
     def has_parents(self, node_id: str) -> bool:
-        return bool(self._adj.pred[node_id])
+        return bool(self._nodes[node_id]._parent_ids)
 
     def ancestors(self, ref: NodeRef) -> list[Node]:
         """All ancestors of a node, children before parents (topological order)."""
@@ -379,7 +376,7 @@ class ContextGraph:
         self._children_changing(p.id)
         self._adj.remove_edge(p.id, c.id)
         self.structure_version += 1
-        if not self._adj.pred[c.id]:
+        if not c._parent_ids:
             self._roots[c.id] = None
         p.mark_changed(f"unlinked child {c.id}")
 
@@ -450,7 +447,7 @@ class ContextGraph:
         Also returns, per ancestor, the first child through which a change reached it.
         Costs O(edges among the ancestors), whatever the fan-out of the nodes involved.
         """
-        pred = self._adj.pred  # the raw rows: a dict lookup per access
+        nodes = self._nodes  # a node's parents are in the node (see ._adjacency)
         # An origin that is an ancestor of another origin is notified too (it is reached
         # as a parent below); only origins that are no one's ancestor stay out.
         seen: set[str] = set()
@@ -459,7 +456,7 @@ class ContextGraph:
         while frontier:
             upper: list[str] = []
             for nid in frontier:
-                for parent in pred[nid]:
+                for parent in nodes[nid]._parent_ids:
                     if parent not in seen:
                         seen.add(parent)
                         upper.append(parent)
@@ -472,10 +469,10 @@ class ContextGraph:
         # it has been processed (origins that are no one's ancestor count as processed).
         pending = dict.fromkeys(found, 0)
         for nid in found:
-            for parent in pred[nid]:
+            for parent in nodes[nid]._parent_ids:
                 pending[parent] += 1
         for origin in origins:
-            for parent in pred[origin]:
+            for parent in nodes[origin]._parent_ids:
                 if parent not in via:
                     via[parent] = origin
         order = [nid for nid in found if not pending[nid]]
@@ -483,7 +480,7 @@ class ContextGraph:
         while i < len(order):  # ``order`` is also the queue of ready nodes
             nid = order[i]
             i += 1
-            for parent in pred[nid]:
+            for parent in nodes[nid]._parent_ids:
                 if parent not in via:
                     via[parent] = nid
                 left = pending[parent] - 1

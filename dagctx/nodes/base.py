@@ -2,10 +2,12 @@
 
 A :class:`Node` owns its content and knows how to render it at each :class:`NodeState`.
 It does not own structure: parents and children live in the :class:`~dagctx.graph.ContextGraph`
-the node belongs to. Every change to what a node renders goes through
-:meth:`Node.mark_changed`, which bumps :attr:`Node.version` by one and lets the graph record a
-:class:`Trace` and notify the ancestors, so caches keyed by ``(id, version, state)`` are
-always valid.
+the node belongs to (which keeps a node's parent ids in the node's ``_parent_ids`` slot,
+written only by the graph's adjacency (graph/_adjacency.py): a slot costs less than a
+dict entry).
+Every change to what a node renders goes through :meth:`Node.mark_changed`, which bumps
+:attr:`Node.version` by one and lets the graph record a :class:`Trace` and notify the
+ancestors, so caches keyed by ``(id, version, state)`` are always valid.
 
 Subclasses set ``type_name`` (which registers them for :meth:`Node.from_dict`), implement
 :meth:`render_state`, :meth:`data_dict` and :meth:`from_data`, and, if their content comes
@@ -250,6 +252,7 @@ class Node:
     __slots__ = (
         "__weakref__",
         "_extras",
+        "_parent_ids",
         "created_at",
         "frequency",
         "graph",
@@ -286,6 +289,7 @@ class Node:
                 f"mode must be 'running' or 'paused', got {mode!r}", field="mode", value=mode
             )
         self._extras: NodeExtras | None = None
+        self._parent_ids: tuple[str, ...] = ()  # the graph's (see the module docstring)
         self.id: str = id or ""
         self.version = 0
         self.state = self.default_state if state is None else NodeState.parse(state)
@@ -578,7 +582,7 @@ class Node:
             get["tags"], get["created_at"], get["updated_at"], strict=True,
         ):  # fmt: skip
             node = new(cls)
-            node._extras = None
+            node._extras, node._parent_ids = None, ()
             node.id, node.version, node.state, node.mode = nid, version, state, _MODES[mode]
             node.frequency, node._priority, node._tags = frequency, priority, set(tags) or None
             # equal times (nodes made within TIME_GRAIN) share one float again
