@@ -51,6 +51,19 @@ class TestCountsPerNode:
         assert cache.tokens(node, NodeState.COLLAPSED) > 0
         assert sys.getsizeof(cache._counts["text_1"]) <= 32  # was 44: all four fields
 
+    def test_an_unchanged_file_counted_by_name_holds_an_int_python_keeps_one_of(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "a.py").write_text("x = 1\n" * 50)
+        node = TextNode("a.py", root=tmp_path, id="text_1")
+        cache = SectionCache(TokenCounter())
+        count = cache.tokens(node, NodeState.COLLAPSED)
+        assert cache._counts["text_1"] == count + 1 <= 256  # no int object per file
+        node.version = 1  # a changed file's counts are kept above its version
+        assert cache.counted(node, NodeState.COLLAPSED) == -1
+        assert cache.tokens(node, NodeState.COLLAPSED) == count
+        assert cache._counts["text_1"] == 1 << 128 | count + 1
+
     @settings(max_examples=150, deadline=None)
     @given(
         st.lists(

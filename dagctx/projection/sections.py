@@ -95,20 +95,22 @@ def reference_text(node: Node) -> str:
     return section_text(f"(see #{node.id} above: {inline(node.label())})")
 
 
-_FIELD = 32  # bits per field of a packed entry (the version, each state's count + 1)
+_FIELD = 32  # bits per field of a packed entry (each state's count + 1)
 _MASK = (1 << _FIELD) - 1
+_VERSION = 4 * _FIELD  # where the version starts, above the four counts
 
 
 class SectionCache:
     """Token counts per node version and state; see the module docstring.
 
-    Each node's counts are one integer: its version in the lowest 32 bits, then each
-    visible state's count + 1 in 32 bits (0: not counted yet), so that a node counted
-    at its first states only, as most nodes of a large tree are, holds a small int (32
-    bytes for a file counted by name, where an int of all four fields takes 44). A node
-    whose version does not fit in 32 bits keeps no counts (they are counted again). The
-    counter is asked not to remember section texts, which this cache already keys by
-    node version.
+    Each node's counts are one integer: each visible state's count + 1 in 32 bits (0:
+    not counted yet), the first state lowest, and the node's version above them (from
+    bit 128), so that a node counted at its first state only, as most nodes of a large
+    tree are, holds a small int while its version is 0: for a file counted by name, an
+    int Python keeps one of for the whole process (up to 256) instead of 32 bytes of its
+    own. A node whose version does not fit in 32 bits keeps no counts (they are counted
+    again). The counter is asked not to remember section texts, which this cache already
+    keys by node version.
 
     Every non-empty count includes :attr:`junction` (see the module docstring).
     ``renders`` counts actual renders (cache misses) and ``renders_at`` the same per
@@ -132,7 +134,7 @@ class SectionCache:
         #: Tokens a section boundary adds (None: counts of this encoding are not summed).
         self.junction = junction_tokens(counter)
         self._extra = self.junction or 0
-        self._counts: dict[str, int] = {}  # node id → packed counts << 32 | version
+        self._counts: dict[str, int] = {}  # node id → version << 128 | packed counts
         self._parked: dict[tuple[str, int, int], str] = {}
         self.renders = 0
         self.renders_at = [0] * len(_STATES)
@@ -142,18 +144,18 @@ class SectionCache:
     def _known(self, node: Node, state: int) -> int:
         """The stored count of ``node`` at visible ``state``, or -1."""
         packed = self._counts.get(node.id)
-        if packed is None or packed & _MASK != node.version:
+        if packed is None or packed >> _VERSION != node.version:
             return -1
-        return ((packed >> (_FIELD * state)) & _MASK) - 1
+        return ((packed >> (_FIELD * (state - 1))) & _MASK) - 1
 
     def _store(self, node: Node, state: int, count: int) -> None:
         version = node.version
         if version > _MASK:
             return
         packed = self._counts.get(node.id)
-        if packed is None or packed & _MASK != version:
-            packed = version
-        shift = _FIELD * state
+        if packed is None or packed >> _VERSION != version:
+            packed = version << _VERSION
+        shift = _FIELD * (state - 1)
         self._counts[node.id] = packed & ~(_MASK << shift) | (min(count, _MASK - 1) + 1) << shift
 
     def _render(self, node: Node, state: int) -> str:
@@ -168,9 +170,9 @@ class SectionCache:
         if not state:  # HIDDEN
             return 0
         packed = self._counts.get(node.id)
-        if packed is None or packed & _MASK != node.version:
+        if packed is None or packed >> _VERSION != node.version:
             return -1
-        return ((packed >> (_FIELD * state)) & _MASK) - 1
+        return ((packed >> (_FIELD * (state - 1))) & _MASK) - 1
 
     def least(self, node: Node, state: int, min_chars: int = 0) -> int:
         """A lower bound on :meth:`tokens` of ``node`` at ``state`` from its length
@@ -259,9 +261,9 @@ class SectionCache:
         packed = self._counts.get(node_id)
         if packed is None:
             return None
-        saved = (packed & _MASK) << (4 * _FIELD)
+        saved = packed >> _VERSION << _VERSION
         for k in range(4):
-            count = (packed >> (_FIELD * (k + 1))) & _MASK
+            count = (packed >> (_FIELD * k)) & _MASK
             saved |= (count - 1 if count else _MASK) << (_FIELD * k)
         return saved
 
@@ -280,18 +282,18 @@ class SectionCache:
         Raises:
             ValueError: a count is not such an int (the pairs before it are taken).
         """
-        counts, mask, field, top = self._counts, _MASK, _FIELD, 4 * _FIELD
+        counts, mask, field, top = self._counts, _MASK, _FIELD, _VERSION
         for node, packed in saved:
             if type(packed) is not int or packed < 0:
                 raise ValueError(f"saved token counts must be an int >= 0, got {packed!r}")
             version = node.version
             if packed >> top != version or version > mask:
                 continue
-            kept = version
+            kept = version << top
             for k in range(4):
                 count = (packed >> (field * k)) & mask
                 if count != mask:
-                    kept |= (count + 1) << (field * (k + 1))
+                    kept |= (count + 1) << (field * k)
             counts[node.id] = kept
 
     def forget(self, node_id: str) -> None:
