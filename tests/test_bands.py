@@ -22,6 +22,7 @@ from dagctx.projection.bands import (
     HELD_STEPS,
     SETTLE,
     STABLE,
+    TALK_STEPS,
     VOLATILE,
     band_of,
     last_chunk,
@@ -321,6 +322,48 @@ class TestReservation:
             # the messages grow by about 15 tokens a turn: the reservation's step (125)
             # is crossed at most twice
             assert kept >= 10
+
+    def test_tool_output_every_turn_leaves_the_workspace_on_most_turns(
+        self, tmp_path: Path
+    ) -> None:
+        # An agent's conversation grows by its tool output every turn (here about 90
+        # tokens, 1/40 of the budget): the reservation's step (a sixteenth, 250 tokens)
+        # is crossed every third turn or so, not nearly every turn
+        for i in range(30):
+            body = "".join(f"def f{i}_{j}(x):\n    return x + {j}\n" for j in range(30))
+            write(tmp_path, f"m{i:02}.py", body)
+        with Session(tmp_path, budget=4000) as s:
+            for i in range(30):
+                s.text(f"m{i:02}.py")
+            s.topic("work")
+            s.message("user", "go")
+            first = s.tick().projection
+            workspace = first.text[: first.band_ends[0]]
+            kept = 0
+            for turn in range(10):
+                s.message("assistant", "\n".join(f"test_{turn}_{k} PASSED" for k in range(10)))
+                p = s.tick().projection
+                assert p.tokens <= 4000
+                kept += p.text[: p.band_ends[0]] == workspace
+                workspace = p.text[: p.band_ends[0]]
+            assert kept >= 6  # steps of 1/32 of the budget kept it on 3 turns of 10
+
+    @given(
+        budget=st.integers(0, 200_000),
+        changes=st.integers(0, 5_000),
+        held=st.integers(0, 50_000),
+        more=st.integers(0, 100),
+    )
+    def test_with_a_conversation_the_room_moves_in_steps_of_a_sixteenth(
+        self, budget: int, changes: int, held: int, more: int
+    ) -> None:
+        room = workspace_room(budget, changes, held, TALK_STEPS)
+        step = max(1, budget // TALK_STEPS)
+        assert room <= max(0, budget - changes)
+        assert room >= budget - changes - step + 1 or room == 0
+        grown = workspace_room(budget, changes, held + more, TALK_STEPS)
+        if (changes + held + more - 1) // step == (changes + held - 1) // step:
+            assert grown - (held + more) == room - held or grown == 0 or room == 0
 
     def test_the_fill_takes_what_is_left_in_whole_grains(self, tmp_path: Path) -> None:
         """A room that moves by less than a grain (as an edit of a later band's file shown

@@ -29,9 +29,10 @@ no content change in between gives back the saved text:
   byte-identical to the previous turn's — except on the one turn a file moves to the
   changed band, when the text before the place it leaves is.
 - *Reservation*: under pressure the later bands and the changes section get a reservation
-  that grows in steps of 1/32 of the budget (:func:`.bands.workspace_room`), so a new
-  message or an edit of a changed file does not move the workspace's allocation; what
-  the workspace loses to the rounding is at most one step.
+  that grows in steps of 1/32 of the budget, 1/16 while a conversation is shown
+  (:func:`.bands.workspace_room`), so a new message or an edit of a changed file does
+  not move the workspace's allocation; what the workspace loses to the rounding is at
+  most one step.
 
 :attr:`Projection.stable_prefix_tokens` measures the identical prefix on the text
 (:mod:`.prefix`); :meth:`Projection.to_messages` splits the text into content blocks at

@@ -47,7 +47,15 @@ the workspace gets the budget less a *reservation* for them that grows in steps 
 ``budget // HELD_STEPS`` (:func:`workspace_room`): while what they need stays inside one
 step, the allocation sees the same room for the workspace and decides the same states.
 The reservation is a function of what the later bands hold now, never of earlier turns,
-so the projection stays a function of the graph, the focus and the budget.
+so the projection stays a function of the graph, the focus and the budget. While the
+projection holds a conversation (a topic or a message), the steps are of
+``budget // TALK_STEPS``, twice as long: each step crossed rewrites the workspace and
+everything after it, and an agent's conversation grows by its tool output every turn
+(often a few percent of the budget), so a step of 1/32 is crossed nearly every turn.
+Without one, the later bands are changed files and the session node, which grow by a
+line now and then, and the shorter step leaves the workspace more room. What a step
+costs is the room between what the later bands hold and the step above it (the left-out
+footer's names take part of it).
 
 What the stable band shows is decided by the focus, so a focus that moves with every
 message would rewrite it, and the whole prompt after it, at each one. The focus is
@@ -73,6 +81,7 @@ from dagctx.nodes.topic import TopicNode
 STABLE, SETTLED, CHANGED, CONVERSATION, VOLATILE = range(5)
 SETTLE = 16  # the settled band takes the conversation's older sections in chunks of this many
 HELD_STEPS = 32  # the later bands' reservation grows in steps of budget // HELD_STEPS
+TALK_STEPS = 16  # ... of budget // TALK_STEPS while the projection holds a conversation
 
 _T = TypeVar("_T")
 
@@ -156,12 +165,12 @@ def ends(
     return band_ends, block_ends
 
 
-def workspace_room(budget: int, changes: int, held: int) -> int:
+def workspace_room(budget: int, changes: int, held: int, steps: int = HELD_STEPS) -> int:
     """The room the allocation decides over when everything does not fit in ``budget``:
     ``held`` (the later bands' sections at their requested states) plus what is left
     after reserving ``changes + held`` (with the changes section's ``changes`` tokens)
-    rounded up to a step of ``budget // HELD_STEPS``. At most ``budget - changes``, and
-    at most one step (about 3 % of the budget) less."""
-    step = max(1, budget // HELD_STEPS)
+    rounded up to a step of ``budget // steps`` (:data:`TALK_STEPS` while a conversation
+    is shown). At most ``budget - changes``, and at most one step less."""
+    step = max(1, budget // steps)
     reserved = -(-(changes + held) // step) * step
     return max(0, budget - reserved + held)

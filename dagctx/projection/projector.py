@@ -48,8 +48,10 @@ from dagctx.projection.assembly import (
 )
 from dagctx.projection.bands import (
     CONVERSATION,
+    HELD_STEPS,
     SETTLED,
     STABLE,
+    TALK_STEPS,
     band_of,
     ends,
     in_bands,
@@ -97,6 +99,7 @@ class Projector:
         "_prio_shared",
         "_releveled",
         "_settled",
+        "_talk",
         "cache",
         "graph",
         "labels",
@@ -124,6 +127,7 @@ class Projector:
         self._held = array("q")
         self._settled: set[str] = set()  # ids of the conversation's settled sections
         self._chunk_end = ""  # id of the last settled section before the last chunk
+        self._talk = False  # whether the layout holds a conversation (a topic or a message)
 
     # -- layout -----------------------------------------------------------------------
 
@@ -142,6 +146,7 @@ class Projector:
         talk = [n for i, n in enumerate(nodes) if not ref[i] and band_of(n) == CONVERSATION]
         cut, before = settled(talk), last_chunk(talk)
         self._settled = {n.id for n in talk[:cut]}
+        self._talk = bool(talk)
         self._chunk_end = talk[before - 1].id if 0 < before < cut else ""
         self._labels_shared = self._prio_shared = False
         self._mark = len(self.graph.traces)
@@ -312,7 +317,8 @@ class Projector:
         room = max(0, budget - changes_tokens)
         held = self._held[-1]
         if alloc.over(room):  # the later bands' growth must not move the workspace
-            room = min(room, workspace_room(budget, changes_tokens, held))
+            steps = TALK_STEPS if self._talk else HELD_STEPS
+            room = min(room, workspace_room(budget, changes_tokens, held, steps))
         alloc.decide(room, min(FOOTER_TOKENS, budget // 20), held)
         alloc.drop_lone_companions(layout.first)
         if self._moves(alloc):
