@@ -113,7 +113,7 @@ from dagctx.projection._segtree import INF, MinTree, PrefixTree
 from dagctx.projection.assembly import most_that_fit
 from dagctx.projection.layout import Layout
 from dagctx.projection.order import DegradeOrder
-from dagctx.projection.relevance import RELATED_BUCKET, TIERS, unrelated
+from dagctx.projection.relevance import RELATED_BUCKET, TIERS, peripheral, unrelated
 from dagctx.projection.sections import SectionCache, reference_section
 
 OMIT = 0  # NodeState.HIDDEN: the allocation's "left out"
@@ -291,17 +291,20 @@ class Allocation:
         ``min_state``; OMIT for a file unrelated to the focus
         (:func:`~dagctx.projection.relevance.unrelated`), so that with a focus set a file
         with nothing to do with it is left out before a related file is degraded, and
-        the names of unrelated files do not crowd out the outlines of related ones."""
+        the names of unrelated files do not crowd out the outlines of related ones.
+        Without a focus, likewise for a file outside the project's own code and
+        manifests (:func:`~dagctx.projection.relevance.peripheral`: docs, samples,
+        tests, ...), which depends on its path alone."""
         node = self.layout.nodes[i]
         floor = max(COLLAPSED, int(node.min_state()))
         if (
             floor == COLLAPSED
-            and self.focus is not None
             and not self.kids[i]
-            and unrelated(self.layout.level[i])
             and getattr(node, "cuttable_lines", None) is not None
         ):
-            return OMIT
+            level = self.layout.level[i]
+            if unrelated(level) if self.focus is not None else peripheral(level):
+                return OMIT
         return floor
 
     def _r(self, i: int) -> int:
@@ -767,7 +770,7 @@ class Allocation:
         minimum prefixes, triggers) at its index in ``at``; returns those files."""
         done: set[int] = set()
         if self.focus is None:
-            return done  # no file is left out for being unrelated
+            return done  # a file's floor follows its path alone (peripheral)
         layout, kids, f1, sa, owner, va, cost = (
             self.layout, self.kids, self.f1, self.sa, self.owner, self.va, self.cost,
         )  # fmt: skip

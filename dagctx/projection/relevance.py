@@ -168,6 +168,15 @@ def unrelated(level: int) -> bool:
     return level < RELATED_BUCKET * TIERS
 
 
+def peripheral(level: int) -> bool:
+    """Whether a file at ``level`` while no focus is set is outside the project's own
+    code and manifests (:func:`prior` ranks it below :data:`MANIFEST_RANK`: docs,
+    samples, other files, tests, fixtures): left out before the project's code is
+    degraded, as an unrelated file is with a focus. A file's prior moves with its length
+    only above this rank, so this follows its path alone."""
+    return level < MANIFEST_RANK
+
+
 def tier(path: str, lines: int) -> int:
     """The rank of a file at ``path`` with ``lines`` lines among the files of its bucket
     while a focus is set (0..19, higher is kept longer): its kind, then shallow, then
@@ -191,6 +200,7 @@ SAMPLE_DIRS = frozenset(
      "benchmarks", "bench", "scripts", "tools", "contrib", "misc", "hack", ".github",
      ".devcontainer"}
 )  # fmt: skip
+MANIFEST_RANK = 10  # prior's rank of a manifest: its own code ranks above, the rest below
 _README = re.compile(r"readme(?:\.(?:md|rst|txt|adoc|markdown))?", re.IGNORECASE)
 
 
@@ -219,7 +229,7 @@ def prior(path: str, lines: int) -> int:
     if kind in (DOCS, OTHER) and _CHANGELOG.search(path):
         return 5
     if parts[-1] in MANIFESTS and len(parts) <= 2:
-        return 10
+        return MANIFEST_RANK
     if kind == DOCS and (not sample or dirs[0] in ("docs", "doc")):
         return 9 if len(parts) <= 2 else 8
     if kind == OTHER and not sample:
