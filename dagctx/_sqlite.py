@@ -33,6 +33,7 @@ Imports nothing of dagctx: the component names the exception class it raises.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -153,6 +154,8 @@ def _adopted(conn: sqlite3.Connection, layout: Layout, tables: set[str]) -> bool
 
 
 _DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+_BUSY_PAUSE = 0.005  # seconds between tries of a journal switch another process holds up
 
 
 def is_damage(exc: sqlite3.Error) -> bool:
@@ -165,9 +168,27 @@ def is_damage(exc: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF in _DAMAGE_CODES
 
 
-def make_durable(conn: sqlite3.Connection) -> None:
-    """WAL journal, and a committed transaction survives any later crash or power loss."""
-    conn.execute("PRAGMA journal_mode=WAL")
+def make_durable(conn: sqlite3.Connection, timeout: float) -> None:
+    """WAL journal, and a committed transaction survives any later crash or power loss.
+
+    Switching a new file to WAL takes its exclusive lock, and SQLite answers "database is
+    locked" at once, without waiting out the busy timeout, when several processes open
+    the same new file together (one switching it while another reads it); the switch is
+    tried again until ``timeout`` seconds have passed. A file already in WAL is left as
+    it is (reading the mode takes no exclusive lock).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode").fetchall()[0][0]
+            if str(mode).lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL").fetchall()
+            break
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+            if code not in _BUSY_CODES or time.monotonic() >= deadline:
+                raise
+            time.sleep(_BUSY_PAUSE)
     conn.execute("PRAGMA synchronous=FULL")
 
 
@@ -213,7 +234,7 @@ def open_store(
     where = repr(str(path))
     try:
         check(conn, layout, where)  # before the journal set-up, which writes to the file
-        make_durable(conn)
+        make_durable(conn, timeout)
         with transaction(conn):
             check(conn, layout, where)  # again, under the write lock
             install(conn, layout)

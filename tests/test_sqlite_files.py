@@ -166,3 +166,56 @@ def test_no_module_but_the_sqlite_helper_connects() -> None:
         if "sqlite3.connect(" in path.read_text(encoding="utf-8")
     )
     assert connecting == ["_sqlite.py"]
+
+
+class _BusyOnSwitch:
+    """A real connection whose first ``busy`` switches to WAL answer "database is locked"
+    at once, as SQLite does when processes open one new file together (it does not wait
+    out the busy timeout then; a race no test can schedule, so it is replayed here)."""
+
+    def __init__(self, conn: sqlite3.Connection, busy: int, code: int) -> None:
+        self.conn, self.busy, self.code, self.tries = conn, busy, code, 0
+
+    def execute(self, sql: str) -> sqlite3.Cursor:
+        if sql == "PRAGMA journal_mode=WAL":
+            self.tries += 1
+            if self.tries <= self.busy:
+                exc = sqlite3.OperationalError("database is locked")
+                exc.sqlite_errorcode = self.code  # type: ignore[attr-defined]
+                raise exc
+        return self.conn.execute(sql)
+
+
+class TestJournalSwitchRace:
+    def test_a_switch_held_up_by_another_process_is_tried_again(self, tmp_path: Path) -> None:
+        conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+        flaky = _BusyOnSwitch(conn, busy=3, code=sqlite3.SQLITE_BUSY)
+        _sqlite.make_durable(flaky, timeout=5.0)  # type: ignore[arg-type]
+        assert flaky.tries == 4
+        assert conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
+        conn.close()
+
+    def test_a_lock_held_past_the_timeout_is_reported(self, tmp_path: Path) -> None:
+        conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+        flaky = _BusyOnSwitch(conn, busy=10**9, code=sqlite3.SQLITE_BUSY)
+        start = time.monotonic()
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            _sqlite.make_durable(flaky, timeout=0.2)  # type: ignore[arg-type]
+        assert 0.2 <= time.monotonic() - start < 5
+        conn.close()
+
+    def test_other_errors_are_not_tried_again(self, tmp_path: Path) -> None:
+        conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+        flaky = _BusyOnSwitch(conn, busy=1, code=sqlite3.SQLITE_IOERR)
+        with pytest.raises(sqlite3.OperationalError):
+            _sqlite.make_durable(flaky, timeout=5.0)  # type: ignore[arg-type]
+        assert flaky.tries == 1
+        conn.close()
+
+    def test_a_file_already_in_wal_is_not_switched(self, tmp_path: Path) -> None:
+        run_sql(tmp_path / "x.db", "PRAGMA journal_mode=WAL")
+        conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+        flaky = _BusyOnSwitch(conn, busy=10**9, code=sqlite3.SQLITE_BUSY)
+        _sqlite.make_durable(flaky, timeout=0.0)  # type: ignore[arg-type]
+        assert flaky.tries == 0
+        conn.close()

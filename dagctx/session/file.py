@@ -152,6 +152,7 @@ class SessionData:
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+_TIMEOUT = 30.0  # seconds a save or load waits for another process's lock
 _LAYOUT = _sqlite.Layout(
     component="session",
     version=SESSION_SCHEMA,
@@ -173,7 +174,7 @@ def _open(path: Path, action: str, *, create: bool) -> Iterator[sqlite3.Connecti
     if missing:
         raise CheckpointError(f"no saved session at {where}", value=path)
     try:
-        conn = _sqlite.connect(path, _LAYOUT, timeout=30.0, create=create, action=action)
+        conn = _sqlite.connect(path, _LAYOUT, timeout=_TIMEOUT, create=create, action=action)
     except CheckpointError as exc:
         cause = exc.__cause__
         # A file that is there but cannot be opened now (no descriptor left, no memory,
@@ -261,7 +262,7 @@ def _write(
     with _open(path, "write", create=True) as conn:
         _hold(path, owner)
         _sqlite.check(conn, _LAYOUT, where)  # before the journal set-up, which writes
-        _sqlite.make_durable(conn)
+        _sqlite.make_durable(conn, _TIMEOUT)
         with _sqlite.transaction(conn):
             _sqlite.check(conn, _LAYOUT, where)  # again under the write lock
             _sqlite.install(conn, _LAYOUT)
