@@ -1,7 +1,9 @@
-"""``python -m benchmarks.relevance [--quick | --limit N] [--skip N]``: does the projection
-show what a real task needs? (issue 13, "Measure").
+"""``python -m benchmarks.relevance [--quick | --limit N] [--skip N] [--tasks heldout]``: does
+the projection show what a real task needs? (issue 13, "Measure").
 
-Each task of ``benchmarks/relevance_tasks.json`` is a commit of a real repository: its
+Each task of ``benchmarks/relevance_tasks.json`` (``--tasks heldout``:
+``benchmarks/relevance_tasks_heldout.json``, repositories and languages the ranking was not
+developed on) is a commit of a real repository: its
 message is the task, the non-test source files it modified are the truth, and its
 parent commit is the tree. For each task the parent commit is checked out (a clone
 sharing the mirror's objects) into a temporary directory and three methods are run over
@@ -26,9 +28,12 @@ and does not run; the targets are not checked and the results go to
 
 Per method and budget the table shows content recall, any-form recall (means over tasks
 of the share of truth files found), mean and max tokens/budget, how many outputs were over
-budget, and seconds per task (all four budgets). dagctx is held to the issue's targets:
+budget, and seconds per task (all four budgets); a second table shows content and any-form
+recall per repository (with its language). dagctx is held to the issue's targets:
 content recall ≥ 0.60 at 8k and ≥ 0.90 at 32k, any-form ≥ 0.95 at 8k, never over budget;
-the exit status is 1 when one is missed. Results go to ``benchmarks/relevance_results.json``.
+the exit status is 1 when one is missed. Results go to ``benchmarks/relevance_results.json``
+(``relevance_results_heldout.json`` for the held-out set; ``_unfocused`` before ``.json``
+with ``--no-focus``).
 
 Repositories are read from bare mirrors under ``$DAGCTX_MIRRORS`` (``DIR/owner+name/repo``
 or ``DIR/owner+name``) when set, else cloned from GitHub into a temporary directory for
@@ -60,14 +65,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.relevance_tasks import SOURCE_EXTENSIONS, TASKS
+from benchmarks.relevance_tasks import SETS, SOURCE_EXTENSIONS
 from dagctx.nodes.base import NodeState
 from dagctx.session import Session
 from dagctx.tokens import get_encoding
 from dagctx.watch.scan import scan_tree
 
-RESULTS = Path(__file__).with_name("relevance_results.json")
-UNFOCUSED_RESULTS = Path(__file__).with_name("relevance_results_unfocused.json")
 AIDER_WORKER = Path(__file__).with_name("relevance_aider.py")
 DEFAULT_AIDER_PYTHON = Path(__file__).resolve().parent.parent / ".venv-aider" / "bin" / "python"
 BUDGETS = (4000, 8000, 16000, 32000)
@@ -347,6 +350,55 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]
     return summary
 
 
+def results_path(task_set: str, focused: bool) -> Path:
+    """Where a run over ``task_set`` writes its results."""
+    stem = "relevance_results" + ("" if task_set == "main" else f"_{task_set}")
+    return Path(__file__).with_name(stem + ("" if focused else "_unfocused") + ".json")
+
+
+def by_repository(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """repository → {language, tasks, method → budget → {content, any}} (means over its
+    tasks; a method missing on any of them is left out, as in :func:`summarize`)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["repository"], []).append(row)
+    table: dict[str, dict[str, Any]] = {}
+    for name, group in groups.items():
+        summary = summarize(group)
+        table[name] = {
+            "language": group[0].get("language", ""),
+            "tasks": len(group),
+            **{
+                method: {
+                    budget: {"content": cell["content"], "any": cell["any"]}
+                    for budget, cell in summary[method].items()
+                }
+                for method in METHODS
+                if summary[method][str(BUDGETS[0])].get("tasks")
+            },
+        }
+    return table
+
+
+def print_repositories(table: dict[str, dict[str, Any]], console: Console) -> None:
+    """Per repository and budget: dagctx content / any form, BM25, Aider any form."""
+    out = Table(title="per repository: dagctx content / any form, BM25, Aider (any form)")
+    for column in ("repository", "language", "tasks", *(f"{b // 1000}k" for b in BUDGETS)):
+        left = column in ("repository", "language")
+        out.add_column(column, justify="left" if left else "right", no_wrap=True)
+    for name, entry in sorted(table.items(), key=lambda item: (item[1]["language"], item[0])):
+        cells = []
+        for budget in BUDGETS:
+            d = entry["dagctx"][str(budget)]
+            text = f"{_fmt(d['content'])}/{_fmt(d['any'])}"
+            for method, metric in (("bm25", "content"), ("aider", "any")):
+                if method in entry:
+                    text += f" {_fmt(entry[method][str(budget)][metric])}"
+            cells.append(text)
+        out.add_row(name, entry["language"], str(entry["tasks"]), *cells)
+    console.print(out)
+
+
 def misses(summary: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     """The dagctx targets not reached, each with by how much."""
     missed = []
@@ -422,9 +474,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-focus", action="store_true", help="the focus-free order: no task text given"
     )
+    parser.add_argument(
+        "--tasks", choices=sorted(SETS), default="main", help="which frozen task set"
+    )
     args = parser.parse_args(argv)
     limit = args.limit if args.limit is not None else QUICK_TASKS if args.quick else None
-    tasks = select(json.loads(TASKS.read_text(encoding="utf-8")), limit, args.skip)
+    task_file = SETS[args.tasks][0]
+    tasks = select(json.loads(task_file.read_text(encoding="utf-8")), limit, args.skip)
     mirrors_env = os.environ.get("DAGCTX_MIRRORS")
     mirrors = Path(mirrors_env) if mirrors_env else None
     aider_python = Path(os.environ.get("DAGCTX_AIDER_PYTHON") or DEFAULT_AIDER_PYTHON)
@@ -439,7 +495,9 @@ def main(argv: list[str] | None = None) -> int:
                 name = task["repository"]
                 if name not in repos:
                     repos[name] = mirror(name, mirrors, Path(clones))
-                row: dict[str, Any] = {k: task[k] for k in ("repository", "commit", "truth")}
+                row: dict[str, Any] = {
+                    k: task[k] for k in ("repository", "language", "commit", "truth")
+                }
                 with checkout(repos[name], task["parent"], name.split("/")[-1]) as root:
                     text = "" if args.no_focus else task["task"]
                     row["dagctx"] = run_dagctx(root, text, task["truth"])
@@ -459,14 +517,16 @@ def main(argv: list[str] | None = None) -> int:
             aider.close()
     seconds = time.perf_counter() - wall
     summary = summarize(rows)
+    repositories = by_repository(rows)
     missed = [] if args.no_focus else misses(summary)
     print_table(summary, aider.reason, console)
+    print_repositories(repositories, Console(width=150))
     console.print(
         f"{len(rows)} tasks from {len({r['repository'] for r in rows})} repositories,"
         f" {'no focus' if args.no_focus else 'focused on each task'},"
         f" wall time {seconds:.0f} s"
     )
-    (UNFOCUSED_RESULTS if args.no_focus else RESULTS).write_text(
+    results_path(args.tasks, not args.no_focus).write_text(
         json.dumps(
             {
                 "tasks": len(rows),
@@ -474,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
                 "wall_seconds": seconds,
                 "aider": aider.reason or "ok",
                 "summary": summary,
+                "repositories": repositories,
                 "missed": missed,
                 "rows": rows,
             },

@@ -1,8 +1,11 @@
 """Extract the relevance benchmark's tasks from git histories and freeze them as JSON.
 
-``python -m benchmarks.relevance_tasks --mirrors DIR [--per-repo N]`` reads the bare git
-mirrors ``DIR/<owner>+<name>/repo`` of the repositories in :data:`REPOSITORIES` and
-writes ``benchmarks/relevance_tasks.json``. A task is one non-merge commit: its message
+``python -m benchmarks.relevance_tasks --mirrors DIR [--per-repo N] [--set heldout]`` reads
+the bare git mirrors ``DIR/<owner>+<name>/repo`` of a set's repositories (:data:`SETS`) and
+writes its file: ``main`` (:data:`REPOSITORIES`, the set the ranking was developed on) to
+``benchmarks/relevance_tasks.json``, ``heldout`` (:data:`HELDOUT_REPOSITORIES`, other
+repositories and languages, to check that what was tuned on the first generalizes) to
+``benchmarks/relevance_tasks_heldout.json``. A task is one non-merge commit: its message
 (subject and body) is the task text, its parent is the tree, and the truth is the source
 files it modified. A commit qualifies when it modifies 1–5 source files (by extension,
 outside tests, docs, examples, vendored code and CI) and adds, deletes or renames none
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 TASKS = Path(__file__).with_name("relevance_tasks.json")
+HELDOUT_TASKS = Path(__file__).with_name("relevance_tasks_heldout.json")
 
 # owner/name → language (for the report only).
 REPOSITORIES = {
@@ -34,8 +38,30 @@ REPOSITORIES = {
     "spf13/cobra": "go",
     "expressjs/express": "javascript",
 }
+HELDOUT_REPOSITORIES = {
+    "encode/httpx": "python",
+    "gin-gonic/gin": "go",
+    "BurntSushi/ripgrep": "rust",
+    "colinhacks/zod": "typescript",
+    "honojs/hono": "typescript",
+    "google/gson": "java",
+}
+# set name → (task file, repositories).
+SETS = {"main": (TASKS, REPOSITORIES), "heldout": (HELDOUT_TASKS, HELDOUT_REPOSITORIES)}
 
-SOURCE_EXTENSIONS = (".py", ".go", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".rs")
+SOURCE_EXTENSIONS = (
+    ".py",
+    ".go",
+    ".js",
+    ".mjs",
+    ".cjs",
+    ".ts",
+    ".mts",
+    ".cts",
+    ".tsx",
+    ".rs",
+    ".java",
+)
 _SKIP_DIRS = {
     "test",
     "tests",
@@ -49,6 +75,7 @@ _SKIP_DIRS = {
     "example",
     "benchmarks",
     "bench",
+    "benches",
     "vendor",
     "node_modules",
     "third_party",
@@ -56,7 +83,12 @@ _SKIP_DIRS = {
     "scripts",
     ".github",
 }
-_TEST_NAME = re.compile(r"(^test_.*\.py$|_test\.(py|go)$|\.(test|spec)\.[jt]sx?$|^conftest\.py$)")
+_TEST_NAME = re.compile(
+    r"(^test_.*\.py$|_test\.(py|go)$|\.(test|spec|test-d)\.[mc]?[jt]sx?$|^conftest\.py$"
+    r"|^tests?\.rs$|(Test|Tests|IT)\.java$)"
+)
+# Directories of test projects (gson's test-jpms/, test-shrinker/).
+_TEST_DIR = re.compile(r"^tests?[-_]", re.IGNORECASE)
 _SKIP_NAMES = {"setup.py", "noxfile.py", "gulpfile.js", "Gruntfile.js"}
 _NOT_A_TASK = re.compile(
     r"^(merge|revert|release|bump|version|prepare|update (changelog|history|version)"
@@ -81,7 +113,7 @@ def is_source(path: str) -> bool:
         return False
     if _TEST_NAME.search(name):
         return False
-    return not any(part.lower() in _SKIP_DIRS for part in parts[:-1])
+    return not any(part.lower() in _SKIP_DIRS or _TEST_DIR.match(part) for part in parts[:-1])
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -155,21 +187,24 @@ def pick(items: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Write :data:`TASKS` from the mirrors named on the command line."""
+    """Write the task file of the set named on the command line (:data:`SETS`) from the
+    mirrors named there."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirrors", type=Path, required=True, help="DIR/<owner>+<name>/repo")
     parser.add_argument("--per-repo", type=int, default=40)
+    parser.add_argument("--set", choices=sorted(SETS), default="main", help="which task set")
     args = parser.parse_args(argv)
+    path, repositories = SETS[args.set]
     tasks: list[dict[str, Any]] = []
-    for name, language in REPOSITORIES.items():
+    for name, language in repositories.items():
         repo = args.mirrors / name.replace("/", "+") / "repo"
         found = candidates(repo)
         chosen = pick(found, args.per_repo)
         print(f"{name}: {len(found)} candidates, {len(chosen)} tasks")
         for task in chosen:
             tasks.append({"repository": name, "language": language, **task})
-    TASKS.write_text(json.dumps(tasks, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {len(tasks)} tasks to {TASKS}")
+    path.write_text(json.dumps(tasks, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {len(tasks)} tasks to {path}")
     return 0
 
 

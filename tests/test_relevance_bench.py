@@ -10,17 +10,28 @@ from pathlib import Path
 import pytest
 
 from benchmarks.relevance import (
+    BUDGETS,
     TARGETS,
     bm25_rank,
+    by_repository,
     checkout,
     misses,
+    results_path,
     run_bm25,
     run_dagctx,
     select,
     summarize,
     terms,
 )
-from benchmarks.relevance_tasks import MIN_SOURCE_FILES, TASKS, candidates, is_source, pick
+from benchmarks.relevance_tasks import (
+    HELDOUT_TASKS,
+    MIN_SOURCE_FILES,
+    REPOSITORIES,
+    TASKS,
+    candidates,
+    is_source,
+    pick,
+)
 
 
 @pytest.mark.parametrize(
@@ -38,6 +49,17 @@ from benchmarks.relevance_tasks import MIN_SOURCE_FILES, TASKS, candidates, is_s
         ("CHANGES.rst", False),
         ("package-lock.json", False),
         ("setup.py", False),
+        ("gson/src/main/java/com/google/gson/Gson.java", True),
+        ("gson/src/test/java/com/google/gson/GsonTest.java", False),
+        ("extras/src/main/java/x/FooTest.java", False),
+        ("test-jpms/src/main/java/x/Module.java", False),
+        ("crates/ignore/src/walk.rs", True),
+        ("crates/searcher/src/tests.rs", False),
+        ("benches/bench.rs", False),
+        ("packages/zod/src/v4/core/schemas.ts", True),
+        ("src/router/node.mts", True),
+        ("src/context.spec.ts", False),
+        ("src/types.test-d.ts", False),
     ],
 )
 def test_is_source(path: str, source: bool) -> None:
@@ -135,6 +157,43 @@ def test_frozen_task_list_meets_the_issue() -> None:
     for task in tasks:
         assert set(task) >= {"repository", "commit", "parent", "task", "truth"}
         assert 1 <= len(task["truth"]) <= 5 and all(map(is_source, task["truth"]))
+
+
+def test_heldout_task_list_is_other_repositories_and_languages() -> None:
+    """The held-out set checks that the ranking tuned on the main set generalizes: none of
+    its repositories is in the main set, and it holds languages the main set lacks."""
+    tasks = json.loads(HELDOUT_TASKS.read_text(encoding="utf-8"))
+    main = json.loads(TASKS.read_text(encoding="utf-8"))
+    assert not {t["repository"] for t in tasks} & set(REPOSITORIES)
+    assert {"rust", "typescript", "java"} <= {t["language"] for t in tasks}
+    assert {"rust", "typescript", "java"}.isdisjoint({t["language"] for t in main})
+    for task in tasks:
+        assert set(task) >= {"repository", "language", "commit", "parent", "task", "truth"}
+        assert 1 <= len(task["truth"]) <= 5 and all(map(is_source, task["truth"]))
+
+
+def test_results_path_per_set_and_focus() -> None:
+    assert results_path("main", True).name == "relevance_results.json"
+    assert results_path("main", False).name == "relevance_results_unfocused.json"
+    assert results_path("heldout", True).name == "relevance_results_heldout.json"
+    assert results_path("heldout", False).name == "relevance_results_heldout_unfocused.json"
+
+
+def test_by_repository_means_per_repository() -> None:
+    def run(content: float) -> dict[str, object]:
+        budgets = {b: {"content": content, "any": 1.0, "tokens": b // 2} for b in BUDGETS}
+        return {"budgets": budgets, "seconds": 1.0}
+
+    rows = [
+        {"repository": "a/x", "language": "go", "dagctx": run(1.0), "bm25": run(0.0)},
+        {"repository": "a/x", "language": "go", "dagctx": run(0.5), "bm25": run(0.0)},
+        {"repository": "b/y", "language": "java", "dagctx": run(0.0), "bm25": run(1.0)},
+    ]
+    table = by_repository(rows)
+    assert table["a/x"]["language"] == "go" and table["a/x"]["tasks"] == 2
+    assert table["a/x"]["dagctx"]["8000"] == {"content": 0.75, "any": 1.0}
+    assert table["b/y"]["bm25"]["4000"]["content"] == 1.0
+    assert "aider" not in table["a/x"]  # no aider run: left out, not averaged as zero
 
 
 def test_terms_split_identifiers() -> None:
