@@ -95,6 +95,12 @@ class TestInspector:
         )
         assert "return f'hello {name}'" in answer["contents"][0]["text"]
 
+    def test_calls_get_context_with_a_focus(self, inspector: Path, root: Path) -> None:
+        error, text = call(inspector, root, "get_context", "focus=how does greet say hello")
+        assert not error, text
+        assert "return f'hello {name}'" in text
+        assert "## Focus (#focus_1)\n```\nhow does greet say hello\n```" in text
+
     def test_string_arguments_are_read_and_failures_are_errors(
         self, inspector: Path, root: Path
     ) -> None:

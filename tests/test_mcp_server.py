@@ -20,10 +20,11 @@ from mcp.shared.exceptions import MCPError
 
 from dagctx.knowledge import Workspace
 from dagctx.mcp.arguments import client_schema
-from dagctx.mcp.server import SessionServer, bind_context_tools, reading_context
+from dagctx.mcp.server import SessionServer, bind_context_tools, get_context, reading_context
 from dagctx.session import Session
 from dagctx.tokens import TokenCounter
 from dagctx.tools import ContextTool, get_context_tools, get_graph_tools
+from dagctx.tools.graph import SessionTool
 from dagctx.tools.knowledge import add_knowledge
 
 #: Seconds one scenario may take, server start and shutdown included.
@@ -111,14 +112,16 @@ async def node_id(client: ClientSession, label: str) -> str:
 class TestTools:
     def test_every_context_and_graph_tool_with_the_generated_schema(self, root: Path) -> None:
         knowledge_input = ContextTool(add_knowledge)
+        projection = SessionTool(get_context)
         expected = {
-            tool.name: tool for tool in [*get_context_tools(), knowledge_input, *get_graph_tools()]
+            tool.name: tool
+            for tool in [projection, *get_context_tools(), knowledge_input, *get_graph_tools()]
         }
 
         async def scenario(client: ClientSession) -> None:
             listed = (await client.list_tools()).tools
             assert [tool.name for tool in listed] == list(expected)
-            assert len(listed) == 18
+            assert len(listed) == 19
             for tool in listed:
                 assert tool.input_schema == client_schema(expected[tool.name].parameters)
                 assert '"null"' not in json.dumps(tool.input_schema)
@@ -212,6 +215,46 @@ class TestResources:
             )
             assert "completed (exit 0" in output
             assert "42" in await read(client, "dagctx://projection")
+
+        drive(root, scenario)
+
+
+class TestGetContext:
+    """``get_context``: the projection for the clients that call tools only."""
+
+    def test_it_is_the_projection_and_its_focus_chooses_what_is_shown(self, root: Path) -> None:
+        def body(name: str) -> str:
+            return f"def {name}(x):\n    y = x * 2\n    return y + 1\n"
+
+        for name, numbers in (("alpha", range(1000, 1150)), ("beta", range(150))):
+            word = "bananas" if name == "beta" else "apples"
+            (root / f"{name}.py").write_text("\n\n".join(body(f"{word}_{i}") for i in numbers))
+        count = TokenCounter("cl100k_base").count_exact
+
+        async def scenario(client: ClientSession) -> None:
+            unfocused = await call(client, "get_context")
+            assert unfocused == await read(client, "dagctx://projection")
+            assert count(unfocused) <= 1200
+            for wanted, other in (("bananas_120", "apples_1120"), ("apples_1120", "bananas_120")):
+                text = await call(client, "get_context", focus=f"where is {wanted} defined")
+                assert count(text) <= 1200
+                assert body(wanted) in text
+                assert body(other) not in text
+                again = await call(client, "get_context")  # the focus stays
+                assert body(wanted) in again
+                assert f"## Focus (#focus_1)\n```\nwhere is {wanted} defined\n```" in again
+            cleared = await call(client, "get_context", focus="  ")
+            assert "## Focus" not in cleared.partition("## Changes since last turn")[0]
+            assert "focus cleared" in cleared
+            assert await call(client, "get_context") == unfocused
+
+        drive(root, scenario, "--budget", "1200")
+
+    def test_a_bad_focus_is_a_message(self, root: Path) -> None:
+        async def scenario(client: ClientSession) -> None:
+            message = await refused(client, "get_context", focus=42)
+            assert "focus" in message
+            assert "greet.py" in await call(client, "get_context")
 
         drive(root, scenario)
 

@@ -2,10 +2,12 @@
 
 A client of ``dagctx mcp [PATH]`` gets:
 
-- **tools**: the seven context tools (the todo list in ``session.context``; files and
-  knowledge read through a layer over it, see `bind_context_tools`), ``add_knowledge``
-  (a note or a project file into that layer's workspace) and the ten graph tools
-  (``set_focus`` among them), bound to the session. Each MCP input schema is the
+- **tools**: ``get_context``, the budgeted prompt as a tool result (for the clients
+  that do not read resources; its ``focus`` argument sets the focus first), the seven
+  context tools (the todo list in ``session.context``; files and knowledge read through
+  a layer over it, see `bind_context_tools`), ``add_knowledge`` (a note or a project
+  file into that layer's workspace) and the ten graph tools (``set_focus`` among them),
+  bound to the session. Each MCP input schema is the
   tool's own `Tool.parameters` as `dagctx.mcp.arguments.client_schema` publishes it (no
   null unions), arguments in string form are read by `~dagctx.mcp.arguments.coerce_arguments`
   and validated by `Tool.execute`. A call the tool did not carry out (a
@@ -68,6 +70,7 @@ __all__ = [
     "SessionServer",
     "bind_context_tools",
     "explain_data",
+    "get_context",
     "reading_context",
     "run_stdio",
     "serve_stdio",
@@ -184,12 +187,14 @@ class SessionServer:
     ) -> None:
         from dagctx.tools import get_graph_tools
         from dagctx.tools.base import ContextTool
+        from dagctx.tools.graph import SessionTool
         from dagctx.tools.knowledge import add_knowledge
 
         self.session = session
         #: What ``read_file`` and the knowledge tools act on (see `reading_context`).
         self.reading = reading_context(session)
-        tools = bind_context_tools(session, self.reading)
+        tools: list[Tool[Any]] = [SessionTool(get_context).bind(session)]
+        tools += bind_context_tools(session, self.reading)
         tools.append(ContextTool(add_knowledge).bind(self.reading))
         tools += [tool.bind(session) for tool in get_graph_tools()]
         self.tools: dict[str, Tool[Any]] = {tool.name: tool for tool in tools}
@@ -426,13 +431,30 @@ class SessionServer:
         return _sdk_server(itself, _instructions(self.session.root, self.session.budget))
 
 
+def get_context(session: Session, focus: str | None = None) -> str:
+    """Show the project as context within the token budget: the files that matter most
+    in full or cut to their relevant parts, outlines of the next, names of the rest, and
+    a last line counting what was left out. Call it first to see the project, and again
+    after set_focus, open_file, run_shell or edits.
+
+    Args:
+        focus: What you are working on, in a sentence or a few words (e.g. "how are
+            checkpoints restored"); it is set before the context is shown, as set_focus
+            does, and stays until changed. Omit it to keep the current focus; an empty
+            text clears it.
+    """
+    if focus is not None:
+        session.focus(focus.strip() or None)
+    return session.tick().projection.text
+
+
 def _instructions(root: Path, budget: int) -> str:
     return (
         f"dagctx keeps this agent's context for {root} as a DAG of nodes"
-        f" and renders it within {budget} tokens. Read"
-        f" {PROJECTION_URI} for the current prompt; steer it with open_file,"
-        " set_focus, set_node_state, hide_node, run_shell, checkpoint/restore and"
-        " set_budget."
+        f" and renders it within {budget} tokens. Call get_context (with a focus: what"
+        f" you are working on) or read {PROJECTION_URI} for the current prompt; steer it"
+        " with set_focus, open_file, set_node_state, hide_node, run_shell,"
+        " checkpoint/restore and set_budget."
     )
 
 
