@@ -16,7 +16,8 @@ runs, in order:
    (:mod:`dagctx.session.parts.files`);
 3. collect the traces of this turn;
 4. notify ancestors (each once per tick, children first) and refresh stale summaries;
-5. build the projection.
+5. build the projection (the first tick after a load takes back the projection saved
+   with the session instead, when it would build the same: :mod:`dagctx.session.resume`).
 
 Must not import the verb modules of :mod:`dagctx.session` (they derive from this one).
 """
@@ -27,7 +28,7 @@ import contextvars
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
@@ -56,6 +57,7 @@ from dagctx.session.parts.jobs import Jobs
 from dagctx.session.parts.mcp import MCPClients
 from dagctx.session.parts.runner import BackgroundRunner
 from dagctx.session.parts.work import Coordination
+from dagctx.session.resume import SavedPlan, files_compared, take_back
 from dagctx.tokens import DEFAULT_ENCODING, TokenCounter
 
 if TYPE_CHECKING:
@@ -178,6 +180,8 @@ class SessionCore:
         self._trace_mark = self.graph.traces.cursor()
         self._turn_start = self.graph.traces.cursor()
         self._last_projection: Projection | None = None
+        # the projection saved with the session or offered back by a load (resume.py)
+        self._saved_plan: SavedPlan | None = None
         self._refresh: dict[str, Node] = {}
         # Session file (resolved path) → the generation this session last read or wrote
         # there: a save refuses a file another session wrote since (session/file.py).
@@ -235,6 +239,14 @@ class SessionCore:
                 error = error or exc
         if error is not None:
             raise error
+
+    def _files_compared(self, paths: Set[str]) -> None:
+        """The files at ``paths`` were compared with the disk since the load (a resume
+        survey of a watched tree, :mod:`dagctx.watch.tracker`): when they are every path
+        a text node reads, the saved projection may be taken back
+        (:mod:`dagctx.session.resume`)."""
+        if self._path_index.keys() <= paths:
+            files_compared(self)
 
     def _check_open(self) -> None:
         if self.closed:
@@ -498,7 +510,7 @@ class SessionCore:
         self.turn += 1
         self._turn_start.position = self._trace_mark.position
         changes = self.graph.traces.take(self._trace_mark)
-        projection = build_projection(
+        projection = take_back(self, changes) or build_projection(
             self.graph,
             self.cache,
             self.budget,

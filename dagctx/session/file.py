@@ -15,6 +15,10 @@ this module owns the layout, the schema version and the atomicity:
   ``seq``, ``last_run`` and ``tokens``; ``session_edges`` the edges with their
   position among the parent's children and among the child's parents;
   ``session_roots`` the root order; ``session_checkpoints`` the structure checkpoints;
+  ``session_projection`` (at most one row) the projection a resume takes back while
+  nothing changed (:mod:`dagctx.session.resume`): its head as JSON text and its
+  account as a blob, both read back as bytes, as written (their checks are the
+  reader's: a damaged one is not an error here);
   ``session_traces`` the traces the graph's trace log kept, by their absolute position
   in it; ``session_trace_span`` (one row) which trace log they come from (its
   ``log_id``) and their span of positions; ``session_context_checkpoints`` the root
@@ -32,9 +36,9 @@ this module owns the layout, the schema version and the atomicity:
   the kept traces. Either way it is the same single transaction.
 - A read is one read transaction (a consistent snapshot while another process writes)
   after the schema version and ``PRAGMA quick_check``; it never changes the saved data.
-- **Schema 2** (before ``session_columns``: every node one row) is read as it is, and
-  the next write upgrades the file to schema 3 (``upgrades`` of
-  :class:`dagctx._sqlite.Layout`).
+- **Schemas 2 and 3** (2: before ``session_columns``, every node one row; 3: before
+  ``session_projection``) are read as they are, and the next write upgrades the file
+  to schema 4 (``upgrades`` of :class:`dagctx._sqlite.Layout`).
 - **One writer at a time, never overwritten silently**: a write takes an exclusive OS
   lock (``flock``) on the file for the writing session, held until the session releases
   it (:func:`release_session_file`, when it closes); the sessions of one process share
@@ -74,9 +78,9 @@ from dagctx._json import decode_json, dump_json
 from dagctx.errors import CheckpointError, SessionConflictError, SessionFileUnavailableError
 from dagctx.nodes.base import Trace
 
-SESSION_SCHEMA = 3
+SESSION_SCHEMA = 4
 """Version of the session file layout written by :meth:`Session.save`."""
-_UPGRADES = frozenset({2})  # earlier layouts read as they are and upgraded by a write
+_UPGRADES = frozenset({2, 3})  # earlier layouts read as they are and upgraded by a write
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS session_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -105,6 +109,9 @@ CREATE TABLE IF NOT EXISTS session_context_checkpoints (
     version INTEGER PRIMARY KEY, data TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS session_columns (type TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS session_projection (
+    id INTEGER PRIMARY KEY CHECK (id = 0), head TEXT NOT NULL, account BLOB NOT NULL
+);
 """
 _SESSION_TABLES = (
     "session_info",
@@ -114,6 +121,7 @@ _SESSION_TABLES = (
     "session_roots",
     "session_checkpoints",
     "session_context_checkpoints",
+    "session_projection",
 )  # rewritten whole at each save (traces are not: see the module docstring)
 
 
@@ -150,6 +158,9 @@ class SessionData:
     generation: str = ""
     #: Node type name → its nodes saved as columns (each column a list, one per node).
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The saved projection's head and account as written (None: none saved), read
+    #: without any check (:mod:`dagctx.session.resume` checks them).
+    projection: tuple[Any, Any] | None = None
 
 
 _TIMEOUT = 30.0  # seconds a save or load waits for another process's lock
@@ -402,6 +413,7 @@ def _encode(data: SessionData) -> dict[str, list[tuple[Any, ...]]]:
         "session_context_checkpoints": [
             (cp["version"], _json(cp, "context checkpoint")) for cp in data.context_checkpoints
         ],
+        "session_projection": [] if data.projection is None else [(0, *data.projection)],
     }
 
 
@@ -496,14 +508,20 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
             "SELECT ref, in_graph, seq, last_run, data FROM session_nodes ORDER BY ref"
         )
     ]
+    tables = {name for (name,) in rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
     columns = {
         name: load(data, f"the {name!r} nodes' columns")
         for name, data in (
             rows("SELECT type, data FROM session_columns ORDER BY type")
-            if rows("SELECT 1 FROM sqlite_master WHERE name = 'session_columns'")
+            if "session_columns" in tables
             else []  # a schema 2 file
         )
     }
+    saved = (  # none in a schema 2 or 3 file
+        rows("SELECT CAST(head AS BLOB), account FROM session_projection")
+        if "session_projection" in tables
+        else []
+    )
     trace_rows = rows(
         "SELECT position, node_id, old_version, new_version, description, at, derived"
         " FROM session_traces ORDER BY position"
@@ -538,6 +556,7 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
         ],
         generation=generation if isinstance(generation, str) else "",
         columns=columns,
+        projection=saved[0] if saved else None,
     )
 
 

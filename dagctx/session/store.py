@@ -10,7 +10,10 @@ a whole session in one file (default ``<root>/.dagctx/session.db``):
 - the structure checkpoints, the traces the graph's trace log keeps (a save writes only
   what changed in them), the id counters, the turn count and where the next tick's
   changes start, the budget and the encoding;
-- the root task context: task id, config, state, token usage and its checkpoints.
+- the root task context: task id, config, state, token usage and its checkpoints;
+- the projection a resume's first tick makes when nothing changed
+  (:func:`dagctx.session.resume.plan_to_save`; a PostgreSQL row keeps none), which the
+  load offers back to that tick (:func:`dagctx.session.resume.offer`).
 
 Nodes are rebuilt through the type registry (:meth:`Node.from_dict`), so a new node type
 needs nothing here. A node that offers a :meth:`~dagctx.nodes.base.Node.snapshot` of what
@@ -78,6 +81,7 @@ from dagctx.session.file import (
     write_session_file,
 )
 from dagctx.session.file_pg import read_session_pg, split_name, write_session_pg
+from dagctx.session.resume import offer, plan_to_save
 
 if TYPE_CHECKING:
     from dagctx.session import Session
@@ -114,7 +118,8 @@ def save(session: Session, path: str | os.PathLike[str] | None = None) -> Path |
     if isinstance(url, str):
         base, name, row = _postgres_target(url, session.root)
         expected = session._file_generations.get(row)
-        session._file_generations[row] = write_session_pg(base, name, _dump(session), expected)
+        data = _dump(session, with_projection=False)  # a row keeps no saved projection
+        session._file_generations[row] = write_session_pg(base, name, data, expected)
         return row
     target = session.root / SESSION_FILE if path is None else Path(path)
     if path is None:
@@ -204,17 +209,20 @@ _SESSION_COLUMNS = ("ref", "in_graph", "seq", "last_run", "tokens")
 section token counts, :meth:`~dagctx.projection.sections.SectionCache.saved`)."""
 
 
-def _dump(session: Session) -> SessionData:
+def _dump(session: Session, *, with_projection: bool = True) -> SessionData:
     state = session.graph.dump()
     refs: dict[int, int] = {}  # id(node) → ref; a node shared by checkpoints is stored once
     nodes: list[tuple[int, bool, int, float | None, dict[str, Any]]] = []
     # node type → (ref, in_graph, seq, last_run, tokens) and (node, snapshot) of each
     columnar: dict[type[Node], tuple[list[tuple[Any, ...]], list[tuple[Node, Any]]]] = {}
+    rereads: list[Node] = []  # nodes of the graph that re-read their file at a load
 
     def ref_of(node: Node, in_graph: bool) -> int:
         if id(node) not in refs:
             ref = refs[id(node)] = len(refs)
             snapshot = node.snapshot()
+            if snapshot is None and in_graph and node.watch_path() is not None:
+                rereads.append(node)
             counts = session.cache.saved(node.id) if in_graph else None
             if snapshot is not None and type(node).column_keys:
                 session_rows, saved = columnar.setdefault(type(node), ([], []))
@@ -269,6 +277,7 @@ def _dump(session: Session) -> SessionData:
         traces=TraceRows(state.trace_log_id, state.trace_start, state.traces),
         context_checkpoints=context.pop("checkpoints"),
         columns=columns,
+        projection=plan_to_save(session, not rereads) if with_projection else None,
     )
 
 
@@ -389,6 +398,7 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
     session.turn = _get(data.info, "turn", int, where)
     session._trace_mark.position = trace_mark
     session.context = _load_context(data.info.get("context"), data.context_checkpoints, where)
+    offer(session, data.projection)
 
 
 def _check_root(node_id: Any, root: Any, saved_root: str, where: str) -> None:

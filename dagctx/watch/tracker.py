@@ -377,6 +377,7 @@ class TreeTracker:
         more saying so (``changed while not watched: …``); unchanged files are not read."""
         plan = ChangeSet()
         self._survey(self.top, plan)
+        self.session._files_compared(self.files.keys())
         self._pair_renames(plan)
         touched, plan.touched = plan.touched, set()
         self.apply(plan)

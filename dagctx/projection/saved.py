@@ -1,0 +1,180 @@
+"""A projection as a session file keeps it: :func:`save_projection` and :func:`load_projection`.
+
+A resumed session whose graph, budget and settings are the saved ones projects what was
+saved (:mod:`dagctx.session.resume` decides when); this module only turns a
+:class:`Projection` into two parts and back:
+
+- the *head*, JSON text: what every turn reads (``text``, ``tokens``, ``budget``, the
+  sections, the stable prefix and what ended it, the band and block ends, the cache
+  key), what made it (:data:`FORMAT` and the caller's ``made_by``: the code that
+  projects) and the SHA-256 of the account;
+- the *account*: what the projection left out and why, every node's label, relevance
+  score and safety note (:class:`~dagctx.projection.result.Account`), as zlib-compressed
+  JSON (about 10 bytes a node), decompressed and decoded only when one of them is read.
+
+:func:`load_projection` checks the head field by field and the account against its
+digest, and returns None for anything else (another version, a damaged or tampered
+part): the caller projects afresh then, so a bad saved projection is never an error.
+
+Imports the projection's result types and the node states; must not import the session,
+the graph or anything that does I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from typing import Any
+
+from dagctx.nodes.base import NodeState
+from dagctx.projection.relevance import Score
+from dagctx.projection.result import Account, Projection, Section
+
+FORMAT = 1
+"""The layout of the two parts; a head of another layout is not taken back."""
+
+_STATES = tuple(NodeState)
+
+
+def save_projection(projection: Projection, made_by: str) -> tuple[str, bytes]:
+    """The head (JSON text) and the account (compressed JSON) of ``projection``, made by
+    the code ``made_by`` names; reads every part of its account (module docstring)."""
+    scores = {
+        nid: [s.level, s.lexical, s.tier, s.inherited, s.graph, s.recent]
+        for nid, s in projection.scores.items()
+    }
+    account = {
+        "omitted": projection.omitted,
+        "reasons": projection.reasons,
+        "labels": projection.labels,
+        "scores": scores,
+        "notes": projection.notes,
+    }
+    blob = zlib.compress(json.dumps(account, separators=(",", ":")).encode(), 1)
+    head = {
+        "format": FORMAT,
+        "made_by": made_by,
+        "text": projection.text,
+        "tokens": projection.tokens,
+        "budget": projection.budget,
+        "sections": [
+            [
+                s.node_id,
+                int(s.requested_state),
+                int(s.rendered_state),
+                s.tokens,
+                s.cut_lines,
+                s.reference,
+                s.version,
+            ]
+            for s in projection.sections
+        ],
+        "stable_prefix_tokens": projection.stable_prefix_tokens,
+        "prefix_break": projection.prefix_break,
+        "band_ends": list(projection.band_ends),
+        "block_ends": list(projection.block_ends),
+        "cache_key": projection.cache_key,
+        "account": hashlib.sha256(blob).hexdigest(),
+    }
+    return json.dumps(head, separators=(",", ":")), blob
+
+
+def load_projection(head_text: object, blob: object, made_by: str) -> Projection | None:
+    """The projection :func:`save_projection` gave ``head_text`` and ``blob`` for, or
+    None when they are not such parts of one the code ``made_by`` names made (never
+    raises)."""
+    if not isinstance(head_text, str | bytes) or type(blob) is not bytes:
+        return None
+    try:
+        head = json.loads(head_text)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    if type(head) is not dict or (head.get("format"), head.get("made_by")) != (FORMAT, made_by):
+        return None
+    if head.get("account") != hashlib.sha256(blob).hexdigest():
+        return None
+    ints = ("tokens", "budget", "stable_prefix_tokens")
+    strings = ("text", "prefix_break", "cache_key")
+    if not all(_is_count(head.get(key)) for key in ints):
+        return None
+    if not all(type(head.get(key)) is str for key in strings):
+        return None
+    band_ends, block_ends = _counts(head.get("band_ends")), _counts(head.get("block_ends"))
+    if band_ends is None or block_ends is None:
+        return None
+    sections = _sections(head.get("sections"))
+    if sections is None or head["tokens"] > head["budget"]:
+        return None
+    account = _Account(blob)
+    return Projection(
+        head["text"],
+        head["tokens"],
+        head["budget"],
+        sections,
+        stable_prefix_tokens=head["stable_prefix_tokens"],
+        account=Account(
+            lambda: list(account.part("omitted")),
+            lambda: dict(account.part("reasons")),
+            lambda: dict(account.part("labels")),
+            account.scores,
+            lambda: dict(account.part("notes")),
+        ),
+        prefix_break=head["prefix_break"],
+        band_ends=band_ends,
+        block_ends=block_ends,
+        cache_key=head["cache_key"],
+    )
+
+
+def _is_count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _counts(values: object) -> list[int] | None:
+    """``values`` if it is a list of ints >= 0, else None."""
+    if type(values) is not list or not all(map(_is_count, values)):
+        return None
+    return values
+
+
+def _sections(rows: object) -> list[Section] | None:
+    """The sections of saved ``rows``, or None when one is malformed."""
+    if type(rows) is not list:
+        return None
+    sections = []
+    for row in rows:
+        if type(row) is not list or len(row) != 7:
+            return None
+        node_id, requested, rendered, tokens, cut, reference, version = row
+        states_ok = all(type(s) is int and 0 <= s < len(_STATES) for s in (requested, rendered))
+        if not (type(node_id) is str and states_ok and type(reference) is bool):
+            return None
+        if not all(map(_is_count, (tokens, cut, version))):
+            return None
+        sections.append(
+            Section(node_id, _STATES[requested], _STATES[rendered], tokens, cut, reference, version)
+        )
+    return sections
+
+
+class _Account:
+    """The saved account of a projection, decoded on first use (its digest was checked
+    when the head was read, so it is what :func:`save_projection` wrote)."""
+
+    __slots__ = ("_blob", "_parts")
+
+    def __init__(self, blob: bytes) -> None:
+        self._blob = blob
+        self._parts: dict[str, Any] | None = None
+
+    def part(self, name: str) -> Any:
+        if self._parts is None:
+            self._parts = json.loads(zlib.decompress(self._blob))
+        return self._parts[name]
+
+    def scores(self) -> dict[str, Score]:
+        return {nid: Score(*row) for nid, row in self.part("scores").items()}
+
+
+__all__ = ["FORMAT", "load_projection", "save_projection"]

@@ -1,0 +1,157 @@
+"""The first projection of a resumed session, saved with it and taken back when nothing
+changed.
+
+A save keeps, beside the graph, the projection the session's next tick would make if
+nothing changed (:func:`plan_to_save`: the session's own projector at its budget, with no
+changes to show and no previous projection, as a resumed session's first tick projects);
+:mod:`dagctx.projection.saved` turns it into a head and an account. A load offers it back
+(:func:`offer`), and the first tick after the load takes it instead of projecting
+(:func:`take_back`) only when that tick would project exactly the same:
+
+- the head and the account are intact and were made by this code (a digest of the
+  ``dagctx`` package's source, :func:`code_digest`), for this session's root (its cache
+  key) and budget;
+- the graph is as loaded: no trace since the load and no change of structure (an edit
+  found by the survey, a focus, a steering rule, any node changed: all leave traces);
+- the disk was compared with every text node since the load: a resume survey of a
+  watched tree that tracks every path the session's text nodes read
+  (:func:`files_compared`; a text node restored from its snapshot reads its file only
+  when it is shown, so without that survey a file changed offline would show its new
+  text in a projection made afresh).
+
+Otherwise the tick projects afresh, as it always did. A projection is saved only when it
+describes what a resume loads: no changes wait for the next tick, no focus is in effect
+(a resumed session's first projection levels a focus without the reference graph, which
+it reads later), and every node that reads a file is saved with a snapshot of what it
+read (another re-reads its file at the load). The plan of the next turn (the projector's
+layout and allocation) is not saved: the first projection after a take-back builds it,
+as the first projection of a resume otherwise does.
+
+Imports the projection and the graph; the session is only a type here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dagctx.nodes.base import Trace
+from dagctx.projection import Projection, build_projection
+from dagctx.projection.projector import Projector
+from dagctx.projection.saved import load_projection, save_projection
+
+if TYPE_CHECKING:
+    from dagctx.session.core import SessionCore
+
+
+@dataclass(slots=True)
+class SavedPlan:
+    """A saved projection as the session file holds it, and what it was made for.
+
+    ``end`` and ``structure`` are the graph's trace log end and structure version when
+    it was made or loaded; ``projection`` is the projection a load offers to the first
+    tick (None once that tick ran, or for one made by a save); ``compared`` says
+    whether the disk was compared with every text node since the load.
+    """
+
+    head: str | bytes
+    account: bytes
+    budget: int
+    end: int
+    structure: int
+    projection: Projection | None = None
+    compared: bool = False
+
+
+@cache
+def code_digest() -> str:
+    """A digest of the source of the ``dagctx`` package: what makes projections."""
+    digest = hashlib.blake2b(digest_size=16)
+    package = Path(__file__).resolve().parent.parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def plan_to_save(session: SessionCore, files_snapshotted: bool) -> tuple[Any, bytes] | None:
+    """The head and account to save with ``session`` (module docstring), or None when
+    none describes what a resume of it loads. ``files_snapshotted``: every node that
+    reads a file is saved with a snapshot of what it read."""
+    graph = session.graph
+    end, structure = len(graph.traces), graph.structure_version
+    if not files_snapshotted or end != session._trace_mark.position:
+        return None
+    kept = session._saved_plan
+    if kept is not None and (kept.end, kept.structure, kept.budget) == (
+        end,
+        structure,
+        session.budget,
+    ):
+        return kept.head, kept.account  # the graph is as when it was made
+    live = session.cache.projector
+    if (
+        session.last_projection is None
+        or not isinstance(live, Projector)
+        or live.graph is not graph
+        or live.relevance.focus is not None
+        or live.relevance.later
+    ):
+        return None
+    projection = build_projection(
+        graph, session.cache, session.budget, previous=None, cache_key=session.cache_key
+    )
+    head, account = save_projection(projection, code_digest())
+    session._saved_plan = SavedPlan(head, account, session.budget, end, structure)
+    return head, account
+
+
+def offer(session: SessionCore, saved: tuple[Any, Any] | None) -> None:
+    """Keep the projection a session file held (``saved``: its head and account as
+    read) for the first tick of ``session``, just loaded, if it is intact, made by this
+    code and for this session's root."""
+    if saved is None:
+        return
+    projection = load_projection(saved[0], saved[1], code_digest())
+    if projection is None or projection.cache_key != session.cache_key:
+        return
+    graph = session.graph
+    session._saved_plan = SavedPlan(
+        saved[0],
+        saved[1],
+        projection.budget,
+        len(graph.traces),
+        graph.structure_version,
+        projection,
+    )
+
+
+def files_compared(session: SessionCore) -> None:
+    """Record that the disk was compared with every text node of ``session`` since it
+    was loaded (a resume survey that tracks every path they read)."""
+    kept = session._saved_plan
+    if kept is not None:
+        kept.compared = True
+
+
+def take_back(session: SessionCore, changes: Sequence[Trace]) -> Projection | None:
+    """The projection offered to the first tick after a load, if the tick (about to
+    show ``changes``) would project the same (module docstring); None otherwise. Only
+    the first tick after a load is offered one."""
+    kept = session._saved_plan
+    if kept is None or kept.projection is None:
+        return None
+    projection, kept.projection = kept.projection, None
+    graph = session.graph
+    now = (len(graph.traces), graph.structure_version, session.budget)
+    same = now == (kept.end, kept.structure, kept.budget)
+    if not same or not kept.compared or changes or session.last_projection is not None:
+        return None
+    return projection
+
+
+__all__ = ["SavedPlan", "code_digest", "files_compared", "offer", "plan_to_save", "take_back"]
