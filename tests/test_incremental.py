@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from dagctx.projection.assembly import Body
 from dagctx.projection.bands import STABLE, ends
 from dagctx.projection.prefix import stable_prefix
 from dagctx.projection.result import Section
+from dagctx.projection.sections import unsafe_start
 from dagctx.projection.walk import walk
 from dagctx.tokens import get_encoding
 from dagctx.watch.scan import scan_tree
@@ -359,9 +361,12 @@ class TestAssemblyKeepsItsSums:
             )
             fresh = Body(n)
             fresh.rebuild(n, lambda i: (_shown(entries[i], i), entries[i][0] if entries[i] else 0))
-            sections, texts, offsets = body.ordered()
-            assert (sections, texts, offsets) == fresh.ordered()
-            bands = [STABLE] * len(body.texts) + [
+            sections, pieces, lengths, offsets = body.ordered()
+            assert (sections, pieces, lengths, offsets) == fresh.ordered()
+            text = "".join(pieces)
+            starts = [sum(lengths[:k]) for k in range(len(lengths))]
+            texts = [text[a : a + n] for a, n in zip(starts, lengths, strict=True)]
+            bands = [STABLE] * len(body.sections) + [
                 b for b, _, _ in sorted(e for e in entries if e is not None and e[0] != STABLE)
             ]
             assert offsets == ends(texts, sorted(bands))
@@ -372,6 +377,56 @@ class TestAssemblyKeepsItsSums:
                     sum(len(_shown(entries[i], i)[1]) for i in before),  # type: ignore[index]
                     sum(_shown(entries[i], i)[0].tokens for i in before),  # type: ignore[index]
                 )
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        st.lists(ENTRY, min_size=1, max_size=12),
+        st.lists(st.lists(st.tuples(st.integers(0, 11), ENTRY), max_size=5), max_size=8),
+        st.text("x\n/ ", max_size=4),
+    )
+    def test_each_sections_text_reads_right_from_the_one_text_held(
+        self,
+        entries: list[tuple[int, int, int] | None],
+        turns: list[list[tuple[int, tuple[int, int, int] | None]]],
+        after: str,
+    ) -> None:
+        """The body holds the stable band's text once, in the projection's text (which
+        goes on past it, as the changes and the footer do): after any patches each
+        section's text, read by the lengths, is its own (empty ones and ones starting
+        with a space or "/" among them), and the unsafe starts are counted."""
+        kinds = ("", " indented\n\n", "/path\n\n", "word\n\n")
+
+        def shown(i: int) -> tuple[Section, str] | None:
+            entry = entries[i]
+            if entry is None:
+                return None
+            band, tokens, version = entry
+            section = Section(
+                f"n{i}", NodeState.ALL, NodeState.ALL, tokens, version=version * 4 + band
+            )
+            return section, f"{kinds[(i + tokens + version) % 4]}{i}" * (tokens % 3)
+
+        n = len(entries)
+        body = Body(n)
+        body.rebuild(n, lambda i: (shown(i), entries[i][0] if entries[i] else 0))  # type: ignore[index]
+        for changes in [[], *turns]:
+            for i, entry in changes:
+                entries[i % n] = entry
+            body.patch(
+                sorted({i % n for i, _ in changes}),
+                lambda i: None if entries[i] is None else shown(i)[0],  # type: ignore[index]
+                lambda i, _: shown(i)[1],  # type: ignore[index]
+                lambda i: entries[i][0],  # type: ignore[index]
+            )
+            sections, pieces, lengths, _ = body.ordered()
+            text = "".join(pieces)
+            body.keep(text + after)
+            placed = sorted((e[0], i) for i, e in enumerate(entries) if e is not None and shown(i))
+            wanted = [shown(i) for _, i in placed]
+            offsets = [sum(lengths[:k]) for k in range(len(lengths) + 1)]
+            assert [text[a:b] for a, b in pairwise(offsets)] == [t for _, t in wanted]  # type: ignore[misc]
+            assert sections == [sec for sec, _ in wanted]  # type: ignore[misc]
+            assert body.unsafe == sum(unsafe_start(t) for _, t in wanted)  # type: ignore[misc]
 
     def test_each_turns_stable_prefix_is_the_one_compared_from_the_start(
         self, tmp_path: Path
@@ -396,10 +451,10 @@ class TestAssemblyKeepsItsSums:
                     s.message("user", f"message {turn}")
                 r = s.tick()
                 p = r.projection
-                sections, texts, _ = projector._plans[1200].body.ordered()  # type: ignore[attr-defined]
+                sections, _, lengths, _ = projector._plans[1200].body.ordered()  # type: ignore[attr-defined]
                 label = projector._label  # type: ignore[attr-defined]
                 assert (p.stable_prefix_tokens, p.prefix_break) == stable_prefix(
-                    p.text, p.tokens, sections, texts, previous, label
+                    p.text, p.tokens, sections, lengths, previous, label
                 )
                 again = fresh(s, 1200, r.changes)
                 assert (p.band_ends, p.block_ends) == (again.band_ends, again.block_ends)

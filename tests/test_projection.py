@@ -173,7 +173,8 @@ class TestStability:
         sections = [Section(f"n{i}", NodeState.ALL, NodeState.ALL, 1) for i in range(len(texts))]
         text, old = "".join(texts), "".join(old_texts)
         previous = Projection(old, len(old_texts), 100, [])
-        tokens, broken = stable_prefix(text, 99, sections, texts, previous, lambda n: "L")
+        lengths = [len(t) for t in texts]
+        tokens, broken = stable_prefix(text, 99, sections, lengths, previous, lambda n: "L")
         if text == old:
             assert (tokens, broken) == (99, "")
             return

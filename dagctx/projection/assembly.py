@@ -2,13 +2,15 @@
 plus the "changes since last turn" section and the "left out" footer.
 
 :class:`Body` keeps the sections shown for one budget together with their texts: those of
-the stable band (:mod:`dagctx.projection.bands`) in a list in walk order, the later bands
-in a tail, put in text order (by band, then as each band orders its sections) when the
-text is made. A turn re-examines only the entries the allocation marked dirty; Fenwick
-trees over walk positions give each one's place in the list and the characters and
-tokens before it (the stable prefix), and the band ends are the stable band's length plus
-the tail's, so no part of a turn's assembly walks every shown section but the final join
-and the sort of the tail.
+the stable band (:mod:`dagctx.projection.bands`) in a list in walk order with the length
+of each one's text, their text as one string (the last projection's text, which starts
+with it: the section texts are not held a second time), the later bands in a tail, put in
+text order (by band, then as each band orders its sections) when the text is made. A
+turn re-examines only the entries the allocation marked dirty; Fenwick trees over walk
+positions give each one's place in the list and the characters and tokens before it (the
+stable prefix, and where its text is in the stable band's), and the band ends are the
+stable band's length plus the tail's, so no part of a turn's assembly walks every shown
+section but the joins of the text and the sort of the tail.
 """
 
 from __future__ import annotations
@@ -78,8 +80,9 @@ class Body:
         "nodes",
         "sections",
         "shown",
+        "sizes",
         "tail",
-        "texts",
+        "text",
         "tokens",
         "toks",
         "unsafe",
@@ -94,7 +97,8 @@ class Body:
         self.toks = Fenwick(n)
         self.chars = Fenwick(n)  # the length of each stable section's text
         self.sections: list[Section] = []
-        self.texts: list[str] = []
+        self.sizes = array("q")  # the length of each stable section's text, as sections
+        self.text = ""  # starts with the stable band's text (see keep)
         self.tail: dict[int, tuple[Section, str]] = {}
         self.tokens = 0
         self.nodes = 0  # shown sections that are not references
@@ -106,7 +110,8 @@ class Body:
         """Recompute every entry (a new layout, or after an exceptional assembly);
         ``section(i)`` gives entry ``i``'s section and text (or None) and its band."""
         self.__init__(n, self.within)  # type: ignore[misc]
-        sections, texts, flags = self.sections, self.texts, self.shown
+        sections, sizes, flags = self.sections, self.sizes, self.shown
+        texts: list[str] = []
         ones, tokens, chars = [0] * n, [0] * n, [0] * n
         for i in range(n):
             shown, band = section(i)
@@ -123,7 +128,9 @@ class Body:
                 flags[i] = 1
                 ones[i], tokens[i], chars[i] = 1, sec.tokens, len(text)
                 sections.append(sec)
+                sizes.append(len(text))
                 texts.append(text)
+        self.text = "".join(texts)
         self.count.load(ones)
         self.toks.load(tokens)
         self.chars.load(chars)
@@ -140,43 +147,54 @@ class Body:
         first entry whose text in the body list changed, was added or was taken out (or
         -1): a section replaced by one with the same text (a container's new version
         after a change below it) does not count, so the text before that index is the
-        previous turn's."""
+        previous turn's. The stable band's text is made again from the old one's pieces
+        between the entries that changed and the new texts of those."""
         first = -1
         self.moved = False
-        sections, texts = self.sections, self.texts
+        sections, sizes, old, chars = self.sections, self.sizes, self.text, self.chars
+        end = chars.prefix(chars.n)  # the old stable band's length
+        pieces: list[str] = []  # the new stable band: the old one's pieces, new texts
+        done = 0  # characters of the old stable band taken into pieces (or dropped)
+        grown = 0  # characters the band's edits so far add before the current entry
         for i in dirty:
             new = section(i)
             where = self.shown[i]
             if where >= 2:
-                old = self.tail[i][0]
-                if new == old:
+                old_section = self.tail[i][0]
+                if new == old_section:
                     continue
                 self._drop_tail(i)
             elif where == 1:
                 k = self.count.prefix(i)
-                old = sections[k]
-                if new == old:
+                old_section = sections[k]
+                if new == old_section:
                     continue
-                self.tokens -= old.tokens
-                self.unsafe -= _unsafe(texts[k])
-                self.toks.add(i, -old.tokens)
-                self.chars.add(i, -len(texts[k]))
+                at, size = chars.prefix(i) - grown, sizes[k]
+                pieces.append(old[done:at])
+                done = at + size
+                self.tokens -= old_section.tokens
+                self.unsafe -= _unsafe(old[at : at + min(size, 1)])
+                self.toks.add(i, -old_section.tokens)
+                chars.add(i, -size)
                 if new is not None and band(i) == STABLE:  # shown before and now: in place
                     body = text(i, new)
-                    if first < 0 and body != texts[k]:  # not a new version of the same text
+                    if first < 0 and body != old[at:done]:  # not a new version of the same text
                         first = i
-                    sections[k], texts[k] = new, body
+                    sections[k], sizes[k] = new, len(body)
+                    pieces.append(body)
+                    grown += len(body) - size
                     self.tokens += new.tokens
                     self.unsafe += _unsafe(body)
                     self.toks.add(i, new.tokens)
-                    self.chars.add(i, len(body))
+                    chars.add(i, len(body))
                     continue
                 if first < 0:
                     first = i
                 del sections[k]
-                del texts[k]
+                del sizes[k]
+                grown -= size
                 self.count.add(i, -1)
-                self.nodes -= not old.reference
+                self.nodes -= not old_section.reference
                 self.shown[i] = 0
                 self.moved = True
             if new is None:
@@ -193,14 +211,21 @@ class Body:
                 continue
             if first < 0:
                 first = i
+            at = chars.prefix(i) - grown
+            pieces += (old[done:at], body)
+            done = at
+            grown += len(body)
             k = self.count.prefix(i)
             sections.insert(k, new)
-            texts.insert(k, body)
+            sizes.insert(k, len(body))
             self.count.add(i, 1)
             self.toks.add(i, new.tokens)
-            self.chars.add(i, len(body))
+            chars.add(i, len(body))
             self.shown[i] = 1
             self.moved = True
+        if pieces:
+            pieces.append(old[done:end])
+            self.text = "".join(pieces)
         return first
 
     def _drop_tail(self, i: int) -> None:
@@ -213,17 +238,19 @@ class Body:
 
     def ordered(
         self, chunk_end: str = ""
-    ) -> tuple[list[Section], list[str], tuple[list[int], list[int]]]:
-        """The shown sections and their texts in text order (by band, then
-        :attr:`within` for the later bands' entries when given, then walk order), and
-        the offsets where each band and each content block ends in their concatenation
+    ) -> tuple[list[Section], list[str], array[int], tuple[list[int], list[int]]]:
+        """The shown sections in text order (by band, then :attr:`within` for the later
+        bands' entries when given, then walk order); their text in pieces (the stable
+        band's, then each later section's) and each section's length; and the offsets
+        where each band and each content block ends in that text
         (:func:`~dagctx.projection.bands.ends`, a settled block ending after the section
         of node ``chunk_end``; the stable band, one block, from :attr:`chars`, so only
         the tail's texts are walked)."""
         stable = self.chars.prefix(self.chars.n)
-        head = [stable] if self.texts else []
+        head = [stable] if self.sections else []
+        pieces = [self.text[:stable]] if stable else []
         if not self.tail:
-            return list(self.sections), list(self.texts), (head, list(head))
+            return list(self.sections), pieces, array("q", self.sizes), (head, list(head))
         shown, within = self.shown, self.within
         order = sorted(self.tail, key=lambda i: (shown[i], within(i) if within else 0, i))
         later = [self.tail[i][1] for i in order]
@@ -232,9 +259,15 @@ class Body:
         band_ends, block_ends = ends(later, [shown[i] - 1 for i in order], chunked)
         return (
             sections,
-            self.texts + later,
+            pieces + later,
+            self.sizes + array("q", map(len, later)),
             (head + [stable + e for e in band_ends], head + [stable + e for e in block_ends]),
         )
+
+    def keep(self, text: str) -> None:
+        """Hold ``text``, made of the pieces :meth:`ordered` gave and more after them, as
+        the stable band's text (one string with the projection's, not a second copy)."""
+        self.text = text
 
     def before(self, first: int) -> tuple[int, int, int]:
         """(sections, characters, tokens) of the stable band before walk index ``first``

@@ -5,7 +5,7 @@ the new text with the previous projection's, section by section in text order, a
 counts the tokens of the leading sections whose text is byte-identical at the same
 place (whole sections only: a section that differs anywhere counts nothing, since token
 boundaries inside it are not known to line up). It also names what ended the prefix.
-Reads only the texts and the sections it is given; must not import the projector, the
+Reads only the text and the sections it is given; must not import the projector, the
 allocation or the session.
 """
 
@@ -25,13 +25,13 @@ def stable_prefix(
     text: str,
     tokens: int,
     sections: Sequence[Section],
-    texts: Sequence[str],
+    lengths: Sequence[int],
     previous: Projection | None,
     label: Callable[[str], str],
     known: tuple[int, int, int] = (0, 0, 0),
 ) -> tuple[int, str]:
-    """(tokens, break) for ``text`` made of ``texts`` (one per section, in text order,
-    followed by the changes section and the footer).
+    """(tokens, break) for ``text`` made of the texts of ``sections`` (in text order, the
+    length of each in ``lengths``), followed by the changes section and the footer.
 
     The first is ``tokens`` (the count of all of ``text``) when the whole text is
     byte-identical to ``previous.text``, otherwise the tokens of the leading sections
@@ -41,7 +41,7 @@ def stable_prefix(
     identical and only what follows them differs, :data:`UNCHANGED` when the whole text
     is identical, :data:`NO_PREVIOUS` without a previous projection. ``known`` is (count,
     characters, tokens) of leading sections the caller knows are unchanged (their texts
-    are neither compared nor measured).
+    are not compared).
     """
     if previous is None:
         return 0, NO_PREVIOUS
@@ -50,8 +50,8 @@ def stable_prefix(
         return tokens, UNCHANGED
     first, offset, tokens = known
     for k in range(first, len(sections)):
-        end = offset + len(texts[k])
-        if end > len(old) or old[offset:end] != texts[k]:
+        end = offset + lengths[k]
+        if end > len(old) or old[offset:end] != text[offset:end]:
             nid = _breaker(sections, previous.sections, k)
             return tokens, f"#{nid} ({label(nid)})"
         tokens += sections[k].tokens

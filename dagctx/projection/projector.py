@@ -416,7 +416,7 @@ class Projector:
             )
             if body.moved and plan.left is not None:
                 self._left_moved(plan.left, body, order, was)
-        sections, texts, (band_ends, block_ends) = body.ordered(self._chunk_end)
+        sections, pieces, lengths, (band_ends, block_ends) = body.ordered(self._chunk_end)
         omitted = len(layout.first) - body.nodes
         used = body.tokens + changes_tokens
         if plan.left is None:
@@ -425,14 +425,17 @@ class Projector:
         footer_text, footer_tokens = footer(
             omitted, names, self.cache, budget, budget - used, plan.names
         )
-        text = "".join(texts) + changes_text + footer_text
+        text = "".join([*pieces, changes_text, footer_text])
+        body.keep(text)
         unsafe = body.unsafe or unsafe_start(changes_text) or unsafe_start(footer_text)
         tokens = self._final_count(text, used + footer_tokens, unsafe)
         if tokens > budget:  # the sum was not exact: let the careful path drop sections
             body.valid = False
             return self._assemble_slow(plan, budget, changes_text, changes_tokens, previous)
         known = body.before(first) if previous is plan.last and first != 0 else (0, 0, 0)
-        stable, broken = stable_prefix(text, tokens, sections, texts, previous, self._label, known)
+        stable, broken = stable_prefix(
+            text, tokens, sections, lengths, previous, self._label, known
+        )
         return Projection(
             text,
             tokens,
@@ -670,7 +673,8 @@ class Projector:
         texts = [t for _, _, t in placed]
         chunked = [s.node_id == self._chunk_end for _, s, _ in placed]
         band_ends, block_ends = ends(texts, [b for b, _, _ in placed], chunked)
-        stable, broken = stable_prefix(text, tokens, sections, texts, previous, self._label)
+        lengths = [len(t) for t in texts]
+        stable, broken = stable_prefix(text, tokens, sections, lengths, previous, self._label)
         return Projection(
             text,
             tokens,
