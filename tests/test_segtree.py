@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dagctx.projection._segtree import INF, MinTree, PrefixTree
+from dagctx.projection._segtree import INF, MinTree, PrefixTree, picker
 
 _VALUES = st.one_of(
     st.sampled_from([INF, -INF]),
@@ -90,6 +90,17 @@ def _moves(
     source = _permutation(draw, cap)
     fresh = draw(st.dictionaries(st.integers(0, cap - 1), leaf, max_size=cap))
     return leaves, source, fresh
+
+
+class TestPicker:
+    @given(data=st.data(), values=st.lists(st.integers(), min_size=1, max_size=40))
+    def test_reads_each_index_in_order(self, data: st.DataObject, values: list[int]) -> None:
+        """Any number of indices (none, one, many; -1 the last), each read in order, as a
+        new list."""
+        source = data.draw(st.lists(st.integers(-1, len(values) - 1), max_size=60))
+        got = picker(source)(values)
+        assert got == [values[k] for k in source]
+        assert isinstance(got, list)
 
 
 class TestMovedTrees:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Sequence
-from operator import add
+from operator import add, itemgetter
 
 INF = 1 << 60
 _TOP = (1 << 31) - 1  # INF in a MinTree
@@ -50,15 +50,26 @@ def _narrow(value: int) -> int:
     return _BOTTOM + 1 if value <= _BOTTOM else _TOP - 1 if value >= _TOP else value
 
 
+def picker(source: Sequence[int]) -> Callable[[Sequence[int]], list[int]]:
+    """A function reading a list at each index of ``source``, in order, as a new list:
+    one ``itemgetter`` over the indices, made once and read in C (a list of a few
+    thousand indices is read several times per focus change)."""
+    if len(source) < 2:  # itemgetter of one index gives the item, not a tuple
+        return lambda values: [values[k] for k in source]
+    get = itemgetter(*source)
+    return lambda values: list(get(values))
+
+
 def _gather(
     leaves: tuple[list[int], list[int], list[int]], source: Sequence[int]
 ) -> tuple[list[int], list[int], list[int]]:
     """Each list of ``leaves`` (a prefix tree's sums, minima, triggers) read at each
     ``k`` of ``source`` (an empty leaf for -1; the lists are appended to)."""
+    pick = picker(source)
     out = []
     for values, empty in zip(leaves, (0, INF, 0), strict=True):
         values.append(empty)  # what -1 reads
-        out.append([values[k] for k in source])
+        out.append(pick(values))
     return out[0], out[1], out[2]
 
 
