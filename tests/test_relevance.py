@@ -36,6 +36,7 @@ from dagctx.projection.relevance import (
     Bm25Index,
     file_kind,
     match_weight,
+    peripheral,
     prior,
     tier,
 )
@@ -499,6 +500,15 @@ class TestWithoutFocus:
         assert prior("pkg/app.py", 2000) > prior("pkg/app.py", 20)  # the longer module first
         assert prior("docs/README.md", 50) < prior("README.md", 50) == 19
         assert prior("docs/conf.py", 50) == prior("examples/demo/app.py", 50)
+
+    def test_a_package_of_tools_is_the_projects_own_code(self) -> None:
+        # tools/ or contrib/ at the root hold tooling; inside a package, its own modules
+        for name in ("tools", "contrib", "misc", "hack"):
+            assert prior(f"pkg/{name}/base.py", 300) == prior("pkg/sub/base.py", 300)
+            assert prior(f"{name}/release.py", 300) == prior("examples/release.py", 300)
+            assert not peripheral(prior(f"pkg/{name}/base.py", 300))
+            assert peripheral(prior(f"{name}/release.py", 300))
+        assert prior("pkg/examples/app.py", 300) == prior("examples/app.py", 300)
 
     def test_the_readme_and_the_modules_first(self, tmp_path: Path) -> None:
         (tmp_path / "README.md").write_text(

@@ -197,9 +197,11 @@ MANIFESTS = frozenset(
 #: Directories whose code shows how to use or build the project rather than being it.
 SAMPLE_DIRS = frozenset(
     {"examples", "example", "samples", "sample", "demo", "demos", "docs", "doc",
-     "benchmarks", "bench", "scripts", "tools", "contrib", "misc", "hack", ".github",
-     ".devcontainer"}
+     "benchmarks", "bench", "scripts", ".github", ".devcontainer"}
 )  # fmt: skip
+#: Directories that hold the project's tooling at its root but its own code inside a
+#: package (``dagctx/tools/``, ``django/contrib/``): samples only as a first directory.
+ROOT_SAMPLE_DIRS = frozenset({"tools", "contrib", "misc", "hack"})
 MANIFEST_RANK = 10  # prior's rank of a manifest: its own code ranks above, the rest below
 _README = re.compile(r"readme(?:\.(?:md|rst|txt|adoc|markdown))?", re.IGNORECASE)
 
@@ -208,10 +210,11 @@ def prior(path: str, lines: int) -> int:
     """The rank of a file at ``path`` with ``lines`` lines when there is no focus (0..19,
     higher is kept longer): what a newcomer to the project reads first. The README at
     the root; then the project's own code (not tests or fixtures, not under
-    :data:`SAMPLE_DIRS`), shallow before deep (a leading ``src/`` does not count), then
-    longer before shorter (the modules a project is built around are its longest: the
-    most depended on and the most often changed; an outline's length is capped, so a
-    long file costs no more to show than a short one); then the manifests at most one
+    :data:`SAMPLE_DIRS` nor under a first directory of :data:`ROOT_SAMPLE_DIRS`),
+    shallow before deep (a leading ``src/`` does not count), then longer before shorter
+    (the modules a project is built around are its longest: the most depended on and
+    the most often changed; an outline's length is capped, so a long file costs no more
+    to show than a short one); then the manifests at most one
     directory deep, the docs, sample code, other files, changelogs, tests, whatever
     else the sample directories hold, and fixtures or lockfiles."""
     if "/" not in path and _README.fullmatch(path):
@@ -219,7 +222,7 @@ def prior(path: str, lines: int) -> int:
     parts = path.casefold().split("/")
     kind = file_kind(path)
     dirs = parts[:-1]
-    sample = not SAMPLE_DIRS.isdisjoint(dirs)
+    sample = not SAMPLE_DIRS.isdisjoint(dirs) or (bool(dirs) and dirs[0] in ROOT_SAMPLE_DIRS)
     if kind == SOURCE:
         if sample:
             return 7
