@@ -304,6 +304,32 @@ def by_name(o: Outline, name: str) -> Entry:
     return next(e for e in o.entries if e.name == name)
 
 
+class TestFileDoc:
+    """The first line of what a file says of itself, where its language has a convention."""
+
+    def test_python_module_docstring_after_comments(self) -> None:
+        text = '#!/usr/bin/env python\n# coding: utf-8\n"""\n  Read and write the store.\n"""\n'
+        assert outline("s.py", text + "def f():\n    pass\n").doc == "Read and write the store."
+        assert outline("s.py", "import os\n'Not a docstring.'\ndef f():\n    pass\n").doc == ""
+
+    def test_go_package_comment_right_above_package(self) -> None:
+        text = (
+            "// Copyright 2020 A.\n\n// Package cobra builds commands.\n// More.\npackage cobra\n"
+        )
+        assert outline("c.go", text + "func A() {}\n").doc == "Package cobra builds commands."
+        detached = "// Copyright 2020 A.\n\n// Commands like git.\n\npackage cobra\n"
+        assert outline("c.go", detached).doc == ""  # a blank line: not the package's
+
+    def test_rust_inner_doc_comments(self) -> None:
+        text = "// SPDX: MIT\n//! Fast line search.\n//! More.\nuse std::io;\nfn main() {}\n"
+        assert outline("lib.rs", text).doc == "Fast line search."
+        assert outline("lib.rs", "/// Outer doc.\nfn main() {}\n").doc == ""
+
+    def test_languages_whose_leading_comment_is_often_a_license(self) -> None:
+        text = "/**\n * Express: a web framework.\n */\nfunction app() {}\n"
+        assert outline("app.js", text).doc == ""
+
+
 class TestGrammars:
     def test_python(self) -> None:
         o = outline("pkg/store.py", PY)
@@ -320,7 +346,9 @@ class TestGrammars:
         assert top.doc == "Return whether a matches b."
         assert by_name(o, "Store").doc == "A key-value store."
         assert by_name(o, "get").parent == 1 and by_name(o, "get").doc == ""  # a comment inside
-        assert o.render()[:3] == [
+        assert o.doc == "Module doc."
+        assert o.render()[:4] == [
+            '"Module doc."',  # what the module says of itself first
             'def top(a: int, b: str = "x") -> bool:  [L5-14]  "Return whether a matches b."',
             'class Store(Base):  [L17-25]  "A key-value store."',
             "  def get(self, key):  [L20-22]",
@@ -838,12 +866,21 @@ class TestCompactOutline:
         o = outline("x.py", PY.replace("# no docstring", '"""Read key."""'))
         assert o.entries[2].doc == "Read key."
         full, compact = o.render(), o.compact(10_000)
+        assert full[0] == compact[0] == '"Module doc."'
         assert len(full) == len(compact)
-        for entry, long, short in zip(o.entries, full, compact, strict=True):
+        for entry, long, short in zip(o.entries, full[1:], compact[1:], strict=True):
             if entry.depth == 0:
                 assert short == long
             else:
                 assert short == long.split(f'  "{entry.doc}"')[0] and '"' not in short
+
+    def test_the_files_own_doc_line_comes_first_while_it_leaves_room(self) -> None:
+        o = outline("m.py", '"""Sessions: open, tick, save."""\n' + _big_module(4, 10))
+        assert o.compact(400)[0] == '"Sessions: open, tick, save."'
+        assert _entry_chars(o.compact(400)) <= 400
+        # no room for the doc line and a marker of all entries: the marker alone
+        assert not any(line.startswith('"') for line in o.compact(40))
+        assert outline("c.py", '"""Constants."""\nA = 1\n').render() == []  # no entries
 
     def test_top_level_first_then_methods_with_markers(self) -> None:
         o = outline("m.py", _big_module(4, 10))

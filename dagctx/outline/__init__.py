@@ -2,8 +2,10 @@
 
 :func:`outline` turns a file's text into an :class:`Outline` of :class:`Entry` values
 (name, kind, 1-based start and end line, signature as written, first docstring line,
-parent): tree-sitter grammars for Python, JavaScript/JSX, TypeScript/TSX, Go, Rust, Java,
-C, C++, Ruby, C# and PHP (:mod:`.code`); markdown and reStructuredText section titles and
+parent) and, where the language has a convention for it (a module docstring, a Go
+package comment, Rust's ``//!``), the first line of what the file says of itself:
+tree-sitter grammars for Python, JavaScript/JSX, TypeScript/TSX, Go, Rust, Java, C,
+C++, Ruby, C# and PHP (:mod:`.code`); markdown and reStructuredText section titles and
 the top-level keys of JSON, TOML and YAML (:mod:`.data`); for anything else, or a grammar
 that cannot be loaded, a regex over line starts.
 
@@ -20,8 +22,8 @@ from dagctx._lines import split_lines
 from dagctx.outline.code import (
     LANGUAGES,
     MAX_PARSE_BYTES,
-    code_entries,
     code_names,
+    code_outline,
     parse_cap,
     too_deep,
 )
@@ -75,12 +77,12 @@ def outline(path_or_language: str, text: str, *, first_line: int = 1) -> Outline
     parsed = total if len(head) == len(text) else len(lines)
     if language in LANGUAGES and not too_deep(data):
         try:
-            entries = code_entries(language, data, first_line)
+            entries, doc = code_outline(language, data, first_line)
         except ImportError:
             return Outline(
                 language, "regex", tuple(fallback_entries(lines, first_line)), total, parsed
             )
-        return Outline(language, "tree-sitter", tuple(entries), total, parsed)
+        return Outline(language, "tree-sitter", tuple(entries), total, parsed, doc)
     if language == "markdown":
         return Outline(
             language, "markdown", tuple(markdown_entries(lines, first_line)), total, parsed

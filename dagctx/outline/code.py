@@ -199,16 +199,18 @@ def too_deep(data: bytes) -> bool:
     return True
 
 
-def code_entries(language: str, data: bytes, first_line: int = 1) -> list[Entry]:
+def code_outline(language: str, data: bytes, first_line: int = 1) -> tuple[list[Entry], str]:
     """The definitions in ``data`` (source in ``language``, a key of :data:`LANGUAGES`),
-    in source order, nested by containment; line numbers start at ``first_line``.
+    in source order, nested by containment, line numbers starting at ``first_line``; and
+    the first line of what the file says of itself (:func:`_file_doc`), "" if nothing.
 
     Raises ImportError if the language's grammar wheel is not installed. The caller
     checks :func:`too_deep` first.
     """
     comments = _SPECS[language].comments
+    tree = _parse(language, data)
     entries: list[Entry] = []
-    for kind, node, parent in _definitions(language, data):
+    for kind, node, parent in _definitions(language, tree):
         anchor = _anchor(node)
         entries.append(
             Entry(
@@ -222,22 +224,27 @@ def code_entries(language: str, data: bytes, first_line: int = 1) -> list[Entry]
                 parent=parent,
             )
         )
-    return entries
+    return entries, _file_doc(language, tree.root_node)
 
 
 def code_names(language: str, data: bytes) -> list[str]:
-    """The names of :func:`code_entries` that other code can refer to (same order; a
-    JavaScript test suite's or test's title is not one), without reading signatures or
-    docstrings. Raises ImportError as it does."""
-    return [_name(node) for kind, node, _ in _definitions(language, data) if kind not in TESTS]
+    """The names of :func:`code_outline`'s definitions that other code can refer to (same
+    order; a JavaScript test suite's or test's title is not one), without reading
+    signatures or docstrings. Raises ImportError as it does."""
+    tree = _parse(language, data)
+    return [_name(node) for kind, node, _ in _definitions(language, tree) if kind not in TESTS]
 
 
-def _definitions(language: str, data: bytes) -> list[tuple[str, tree_sitter.Node, int | None]]:
-    """(kind, node, index of the parent definition) of each definition in ``data``, in
+def _parse(language: str, data: bytes) -> tree_sitter.Tree:
+    return tree_sitter.Parser(_language(language)[0]).parse(data)
+
+
+def _definitions(
+    language: str, tree: tree_sitter.Tree
+) -> list[tuple[str, tree_sitter.Node, int | None]]:
+    """(kind, node, index of the parent definition) of each definition in ``tree``, in
     source order; those inside anything but a container are left out."""
-    lang, query = _language(language)
-    tree = tree_sitter.Parser(lang).parse(data)
-    captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
+    captures = tree_sitter.QueryCursor(_language(language)[1]).captures(tree.root_node)
     seen: dict[tuple[int, int], tuple[str, tree_sitter.Node]] = {}
     kinds = sorted(k for k in captures if not k.startswith("_"))  # "_call": a predicate's
     for kind in ("function", "method", *(k for k in kinds if k not in ("function", "method"))):
@@ -432,6 +439,42 @@ def _docstring(node: tree_sitter.Node) -> str:
     for line in split_lines(content):
         if line.strip():
             return clip(line.strip(), DOC_CHARS)
+    return ""
+
+
+def _file_doc(language: str, root: tree_sitter.Node) -> str:
+    """The first line with words of what a file says of itself, where its language has a
+    convention for it: a Python module's docstring (after any comments), a Go package
+    comment (the comment block right above ``package``), Rust's inner doc comments
+    (``//!``, ``/*!``) at its top. Other languages' leading comments are as often a
+    license as a description: ""."""
+    children = root.named_children
+    if language == "python":
+        first = next((c for c in children if c.type != "comment"), None)
+        if first is not None and first.type == "expression_statement" and first.named_children:
+            string = first.named_children[0]
+            if string.type == "string":
+                parts = (_text(c) for c in string.named_children if c.type == "string_content")
+                return _clean_comment("".join(parts))
+    elif language == "go":
+        package = next((c for c in children if c.type == "package_clause"), None)
+        prev = package.prev_named_sibling if package is not None else None
+        block: list[tree_sitter.Node] = []
+        below = package.start_point[0] if package is not None else 0
+        while prev is not None and prev.type == "comment" and _end_row(prev) >= below - 1:
+            block.append(prev)
+            below = prev.start_point[0]
+            prev = prev.prev_named_sibling
+        return _clean_comment("\n".join(_text(c) for c in reversed(block)))
+    elif language == "rust":
+        inner = []
+        for c in children:
+            text = _text(c)
+            if c.type not in ("line_comment", "block_comment"):
+                break
+            if text.startswith(("//!", "/*!")):
+                inner.append(text)
+        return _clean_comment("\n".join(inner))
     return ""
 
 

@@ -45,7 +45,8 @@ class Outline:
 
     ``source`` is ``"tree-sitter"``, ``"json"``, ``"toml"``, ``"yaml"``, ``"markdown"``,
     ``"rst"`` or ``"regex"`` (the fallback). ``parsed_lines`` is how many of the ``lines``
-    lines were looked at: fewer when the text was longer than the parse cap.
+    lines were looked at: fewer when the text was longer than the parse cap. ``doc`` is
+    the first line of what the file says of itself (a module docstring), "" if none.
     """
 
     language: str
@@ -53,13 +54,14 @@ class Outline:
     entries: tuple[Entry, ...]
     lines: int
     parsed_lines: int
+    doc: str = ""
 
     def render(
         self, max_entries: int = DEFAULT_MAX_ENTRIES, max_chars: int | None = None
     ) -> list[str]:
-        """The outline as text lines: one per entry, indented two spaces per nesting level,
-        ``signature  [Lstart-end]`` and the doc line in quotes. Empty when there are no
-        entries.
+        """The outline as text lines: the file's :attr:`doc` in quotes, then one per entry,
+        indented two spaces per nesting level, ``signature  [Lstart-end]`` and the doc
+        line in quotes. Empty when there are no entries.
 
         Without ``max_chars``: over ``max_entries`` the deepest levels go first (top-level
         definitions stay), then the tail, and a last line says how many entries were left
@@ -68,22 +70,35 @@ class Outline:
         """
         if max_chars is not None:
             return self.compact(max_chars)
+        if not self.entries:
+            return []
         shown = self.entries
         if len(shown) > max_entries:
             depth = max(e.depth for e in shown)
             while depth > 0 and sum(e.depth <= depth for e in shown) > max_entries:
                 depth -= 1
             shown = tuple(e for e in shown if e.depth <= depth)[:max_entries]
-        out = [_line(e) for e in shown]
+        out = [*self._head(), *map(_line, shown)]
         if len(shown) < len(self.entries):
             out.append(f"[… {len(self.entries) - len(shown)} more entries not shown]")
         return out + self._partial()
 
     def compact(self, max_chars: int) -> list[str]:
         """The outline in at most ``max_chars`` characters, the markers of what is left out
-        included (a line of :meth:`_compact` for the largest share of entry lines whose
-        whole text fits; when not even the one marker of all entries fits, that marker).
+        included: the file's :attr:`doc` line when it leaves room for a line of an entry
+        or a marker, then a line of :meth:`_compact` for the largest share of entry lines
+        whose whole text fits (when not even the one marker of all entries fits, that
+        marker). Empty when there are no entries.
         """
+        if not self.entries:
+            return []
+        head = self._head()
+        if head and _chars(head) + _chars(self._compact(0)) <= max_chars:
+            return head + self._fit(max_chars - _chars(head))
+        return self._fit(max_chars)
+
+    def _fit(self, max_chars: int) -> list[str]:
+        """The entry lines and markers of :meth:`compact` in at most ``max_chars``."""
         lines = self._compact(max_chars)
         if _chars(lines) <= max_chars:
             return lines + self._partial()
@@ -146,6 +161,10 @@ class Outline:
             run.append(k)
         close()
         return out
+
+    def _head(self) -> list[str]:
+        """The line of the file's :attr:`doc`, in quotes (none without one)."""
+        return [f'"{self.doc}"'] if self.doc else []
 
     def _partial(self) -> list[str]:
         """The line saying only part of the text was looked at (none when all was)."""
