@@ -265,8 +265,10 @@ class TestCtrlCDuringTheFirstScan:
         process = start("watch", str(large_tree), "--budget", "8000")
         lines = lines_of(process)
         try:
-            _wait_for(state.is_dir)  # made just before the scan starts
-            time.sleep(0.5)
+            # Inside the first scan: past the imports and the session's opening (about 0.6 s
+            # of CPU), in CPU time, so that a loaded machine does not move the moment.
+            _wait_for(lambda: process.poll() is not None or _cpu_seconds(process) >= 1.0)
+            assert process.poll() is None and state.is_dir()
             sent = time.monotonic()
             process.send_signal(signal.SIGINT)
             stopped, _ = next_line(lines, "dagctx watch: stopped")

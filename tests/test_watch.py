@@ -8,7 +8,9 @@ them settle, then makes one visible change and checks that the next tick is that
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import logging
 import os
 import queue
 import shutil
@@ -22,8 +24,10 @@ from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
+import watchfiles
 from rich.console import Console
 
 from dagctx.cli import main
@@ -128,6 +132,33 @@ class TestLibraryApi:
         (value,) = options.values()
         with Session(tree) as session, pytest.raises(DagctxError, match=repr(value)):
             await anext(session.watch(**options))  # type: ignore[arg-type]
+
+
+class TestCtrlC:
+    def test_an_interrupt_inside_the_starting_watcher_leaves_no_task_traceback(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        # dagctx watch's Ctrl-C raises KeyboardInterrupt wherever the main thread is during
+        # the first scan, also inside the task starting watchfiles (it cannot be timed
+        # from here, so the watcher raises it itself)
+        async def interrupted_awatch(*args: object, **kwargs: object) -> AsyncIterator[set[Any]]:
+            raise KeyboardInterrupt
+            yield set()  # an async generator, as watchfiles.awatch is
+
+        monkeypatch.setattr(watchfiles, "awatch", interrupted_awatch)
+        (tmp_path / "a.txt").write_text("a\n")
+        session = Session(tmp_path, budget=1000)
+
+        async def watch() -> None:
+            async with aclosing(session.watch()) as ticks:
+                await anext(ticks)
+                await anext(ticks)
+
+        with caplog.at_level(logging.ERROR, logger="asyncio"), pytest.raises(KeyboardInterrupt):
+            asyncio.run(watch())
+        gc.collect()
+        assert "never retrieved" not in caplog.text
+        session.close()
 
 
 class TestFileEvents:

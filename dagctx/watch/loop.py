@@ -107,6 +107,16 @@ async def _pump(
             return
 
 
+def _interrupted(pump: asyncio.Task[None]) -> None:
+    """Take the KeyboardInterrupt (or SystemExit) that ended ``pump``: ``dagctx watch``'s
+    Ctrl-C raises it wherever the main thread is during the first scan, also inside this
+    task while awatch starts, and it leaves the event loop with it anyway; not taken,
+    asyncio would print "Task exception was never retrieved" and its traceback on exit.
+    (The pump hands every other error to the queue.)"""
+    if not pump.cancelled():
+        pump.exception()
+
+
 async def _next_batch(batches: asyncio.Queue[_Item]) -> tuple[set[FileChange], bool] | None:
     """The next batch, merged with every batch already waiting (one tick for all), and
     whether the whole tree must be re-surveyed (a batch was lost); None once the watcher
@@ -176,6 +186,7 @@ class TreeWatcher:
                 self._step_ms,
             )
         )
+        self._pump.add_done_callback(_interrupted)
         await asyncio.sleep(0)  # the watcher starts before the caller scans
         return self
 
