@@ -112,7 +112,10 @@ def _taken_back(session: Session) -> bool:
 
 def _assert_same(taken: Projection, fresh: Projection) -> None:
     for part in _PARTS:
-        assert getattr(taken, part) == getattr(fresh, part), part
+        mine, theirs = getattr(taken, part), getattr(fresh, part)
+        assert mine == theirs, part
+        if isinstance(mine, dict):  # in the same order too
+            assert list(mine) == list(theirs), part
 
 
 def _resume_both(root: Path, budget: int | None = None, steering: Steering | None = None) -> bool:

@@ -10,7 +10,8 @@ saved (:mod:`dagctx.session.resume` decides when); this module only turns a
   projects) and the SHA-256 of the account;
 - the *account*: what the projection left out and why, every node's label, relevance
   score and safety note (:class:`~dagctx.projection.result.Account`), as zlib-compressed
-  JSON (about 10 bytes a node), decompressed and decoded only when one of them is read.
+  JSON naming each node id once (about 11 bytes a node), decompressed and decoded only
+  when one of them is read.
 
 :func:`load_projection` checks the head field by field and the account against its
 digest, and returns None for anything else (another version, a damaged or tampered
@@ -40,18 +41,7 @@ _STATES = tuple(NodeState)
 def save_projection(projection: Projection, made_by: str) -> tuple[str, bytes]:
     """The head (JSON text) and the account (compressed JSON) of ``projection``, made by
     the code ``made_by`` names; reads every part of its account (module docstring)."""
-    scores = {
-        nid: [s.level, s.lexical, s.tier, s.inherited, s.graph, s.recent]
-        for nid, s in projection.scores.items()
-    }
-    account = {
-        "omitted": projection.omitted,
-        "reasons": projection.reasons,
-        "labels": projection.labels,
-        "scores": scores,
-        "notes": projection.notes,
-    }
-    blob = zlib.compress(json.dumps(account, separators=(",", ":")).encode(), 1)
+    blob = zlib.compress(json.dumps(_account(projection), separators=(",", ":")).encode(), 1)
     head = {
         "format": FORMAT,
         "made_by": made_by,
@@ -78,6 +68,41 @@ def save_projection(projection: Projection, made_by: str) -> tuple[str, bytes]:
         "account": hashlib.sha256(blob).hexdigest(),
     }
     return json.dumps(head, separators=(",", ":")), blob
+
+
+def _account(projection: Projection) -> dict[str, Any]:
+    """The account of ``projection`` as JSON values: each node id once (``ids``, the
+    keys of ``labels``, in order), other parts naming a node by its index there (its id
+    for one not labelled), each in its own order, and each distinct reason and score
+    part once."""
+    labels = projection.labels
+    index = {nid: i for i, nid in enumerate(labels)}
+
+    def ref(nid: str) -> int | str:
+        return index.get(nid, nid)
+
+    reasons = projection.reasons
+    reason_texts: dict[str, int] = {}
+    score_parts: dict[tuple[Any, ...], int] = {}
+    scores = projection.scores
+    return {
+        "ids": list(labels),
+        "labels": list(labels.values()),
+        "omitted": [ref(nid) for nid in projection.omitted],
+        "reasons": [ref(nid) for nid in reasons],
+        "reason_of": [reason_texts.setdefault(why, len(reason_texts)) for why in reasons.values()],
+        "reason_texts": list(reason_texts),
+        "scores": [ref(nid) for nid in scores],
+        "levels": [score.level for score in scores.values()],
+        "parts_of": [
+            score_parts.setdefault(
+                (s.lexical, s.tier, s.inherited, s.graph, s.recent), len(score_parts)
+            )
+            for s in scores.values()
+        ],
+        "parts": list(score_parts),
+        "notes": [[ref(nid), note] for nid, note in projection.notes.items()],
+    }
 
 
 def load_projection(head_text: object, blob: object, made_by: str) -> Projection | None:
@@ -114,11 +139,7 @@ def load_projection(head_text: object, blob: object, made_by: str) -> Projection
         sections,
         stable_prefix_tokens=head["stable_prefix_tokens"],
         account=Account(
-            lambda: list(account.part("omitted")),
-            lambda: dict(account.part("reasons")),
-            lambda: dict(account.part("labels")),
-            account.scores,
-            lambda: dict(account.part("notes")),
+            account.omitted, account.reasons, account.labels, account.scores, account.notes
         ),
         prefix_break=head["prefix_break"],
         band_ends=band_ends,
@@ -159,22 +180,48 @@ def _sections(rows: object) -> list[Section] | None:
 
 
 class _Account:
-    """The saved account of a projection, decoded on first use (its digest was checked
-    when the head was read, so it is what :func:`save_projection` wrote)."""
+    """The saved account of a projection (:func:`_account`), decoded on first use (its
+    digest was checked when the head was read, so it is what :func:`save_projection`
+    wrote); each part is made anew when asked for (the projection keeps it)."""
 
-    __slots__ = ("_blob", "_parts")
+    __slots__ = ("_blob", "_ids", "_parts")
 
     def __init__(self, blob: bytes) -> None:
         self._blob = blob
-        self._parts: dict[str, Any] | None = None
+        self._parts: dict[str, Any] = {}
+        self._ids: list[str] = []
 
-    def part(self, name: str) -> Any:
-        if self._parts is None:
+    def _part(self, name: str) -> Any:
+        if not self._parts:
             self._parts = json.loads(zlib.decompress(self._blob))
+            self._ids = self._parts["ids"]
         return self._parts[name]
 
+    def _nodes(self, name: str) -> list[str]:
+        refs = self._part(name)
+        ids = self._ids
+        return [ids[r] if type(r) is int else r for r in refs]
+
+    def omitted(self) -> list[str]:
+        return self._nodes("omitted")
+
+    def reasons(self) -> dict[str, str]:
+        texts = self._part("reason_texts")
+        why = [texts[k] for k in self._part("reason_of")]
+        return dict(zip(self._nodes("reasons"), why, strict=True))
+
+    def labels(self) -> dict[str, str]:
+        return dict(zip(self._part("ids"), self._part("labels"), strict=True))
+
     def scores(self) -> dict[str, Score]:
-        return {nid: Score(*row) for nid, row in self.part("scores").items()}
+        parts = self._part("parts")
+        made = zip(self._part("levels"), self._part("parts_of"), strict=True)
+        scores = [Score(level, *parts[k]) for level, k in made]
+        return dict(zip(self._nodes("scores"), scores, strict=True))
+
+    def notes(self) -> dict[str, str]:
+        ids = self._part("ids")
+        return {ids[r] if type(r) is int else r: note for r, note in self._part("notes")}
 
 
 __all__ = ["FORMAT", "load_projection", "save_projection"]

@@ -33,10 +33,10 @@ Imports the projection and the graph; the session is only a type here.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dagctx.nodes.base import Trace
@@ -69,12 +69,18 @@ class SavedPlan:
 
 @cache
 def code_digest() -> str:
-    """A digest of the source of the ``dagctx`` package: what makes projections."""
+    """A digest of the source of the ``dagctx`` package (each module's path in it and
+    its bytes): what makes projections."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    modules: list[str] = []
+    for directory, subdirectories, names in os.walk(package):
+        subdirectories.sort()
+        modules.extend(os.path.join(directory, n) for n in names if n.endswith(".py"))
     digest = hashlib.blake2b(digest_size=16)
-    package = Path(__file__).resolve().parent.parent
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode())
-        digest.update(path.read_bytes())
+    for path in sorted(modules):
+        digest.update(os.path.relpath(path, package).encode())
+        with open(path, "rb") as module:
+            digest.update(module.read())
     return digest.hexdigest()
 
 
