@@ -10,11 +10,14 @@ mismatch must make the tick project afresh, never fail.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sqlite3
+from contextlib import aclosing
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -365,6 +368,7 @@ class TestSameAsProjectingAfresh:
         budget=st.sampled_from([400, 900, 2_500, 100_000]),
         before=st.lists(_edit, max_size=4),
         after=st.lists(_edit, max_size=4),
+        ahead=st.booleans(),
     )
     def test_a_resumed_session_projects_as_one_that_projected_afresh(
         self,
@@ -372,6 +376,7 @@ class TestSameAsProjectingAfresh:
         budget: int,
         before: list[tuple[str, int]],
         after: list[tuple[str, int]],
+        ahead: bool,
     ) -> None:
         root = tmp_path / "h"
         shutil.rmtree(root, ignore_errors=True)
@@ -393,6 +398,9 @@ class TestSameAsProjectingAfresh:
         with saved, fresh:
             assert _taken_back(saved)
             _assert_same(first.projection, again.projection)
+            if ahead:  # as a watch does while it waits for events
+                saved._plan_ahead()
+                assert not _taken_back(saved)
             _apply(root, after, 2)
             for _ in range(2):  # the edits, then the removal of the deleted files
                 for session, tracker in ((saved, saved_tracker), (fresh, fresh_tracker)):
@@ -400,3 +408,41 @@ class TestSameAsProjectingAfresh:
                     if tracker.pending_removals():
                         session.queue_result(tracker.reap)
                 _assert_same(saved.tick().projection, fresh.tick().projection)
+
+
+class TestWatch:
+    @pytest.fixture
+    def anyio_backend(self) -> str:
+        return "asyncio"
+
+    @pytest.mark.anyio
+    async def test_a_resumed_watch_builds_the_next_plan_while_it_waits(
+        self, tree: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _save(tree, 1_500)
+        copy = _without_plan(tree)
+        results = []
+        original = Session.project
+        projected: list[int] = []
+
+        def project(session: Session, *args: Any) -> Projection:
+            projected.append(1)
+            return original(session, *args)
+
+        edited = tree / "pkg0" / "mod3.py"
+        text = edited.read_text()
+        for path in (None, copy):
+            with Session.load(path, root=tree) as session:
+                async with aclosing(session.watch()) as watch:
+                    first = await asyncio.wait_for(anext(watch), 30)
+                    assert _taken_back(session) is (path is None)
+                    projected.clear()
+                    monkeypatch.setattr(Session, "project", project)
+                    edited.write_text(f"def edit_{len(results)}():\n    pass\n")
+                    second = await asyncio.wait_for(anext(watch), 30)
+                    monkeypatch.undo()
+                    assert projected == ([1] if path is None else [])
+                    assert "pkg0/mod3.py: content changed" in second.projection.text
+                    results.append((first.projection, second.projection))
+            edited.write_text(text)  # the next resume starts from the same files
+        _assert_same(results[0][0], results[1][0])

@@ -248,6 +248,13 @@ class SessionCore:
         if self._path_index.keys() <= paths:
             files_compared(self)
 
+    def _plan_ahead(self) -> None:
+        """Build the plan of the next projection now (:meth:`project`), when the last
+        tick took back a saved projection and so built none: the next tick patches it
+        instead of building it. The watch calls it while it waits for events."""
+        if self._last_projection is not None and self.cache.projector is None:
+            self.project()
+
     def _check_open(self) -> None:
         if self.closed:
             raise SessionClosedError("the session is closed", root=self.root)

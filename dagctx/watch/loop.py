@@ -227,8 +227,11 @@ class WatchVerbs:
         holds it already, in which case it is re-surveyed against the disk. Yields the
         :class:`~dagctx.session.TickResult` of the tick after that, then one per batch:
         events that arrive within ``step_ms`` of each other (for at most ``debounce_ms``),
-        and any batches that queued up during a tick, make one tick. Runs until the
-        consumer stops iterating; close it with :func:`contextlib.aclosing` to stop the
+        and any batches that queued up during a tick, make one tick. A resumed session
+        whose first tick took back the projection saved with it
+        (:mod:`dagctx.session.resume`) builds the plan of the next projection once that
+        result is handed over, before waiting for events. Runs until the consumer stops
+        iterating; close it with :func:`contextlib.aclosing` to stop the
         watcher at once. ``ignore`` names files never tracked, ``steering`` the include /
         exclude patterns and the priority / state rules of the tree's files (see
         :class:`TreeTracker`).
@@ -254,6 +257,7 @@ class WatchVerbs:
                 if tracker.pending_removals():
                     session.queue_result(tracker.reap)
                 yield result
+                session._plan_ahead()  # after a resume that took back its projection
                 plan = None
                 while not plan:  # a batch that changes nothing makes no tick
                     batch = await watcher.next()
