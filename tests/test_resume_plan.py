@@ -11,9 +11,11 @@ mismatch must make the tick project afresh, never fail.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import shutil
 import sqlite3
+from collections.abc import Callable
 from contextlib import aclosing
 from functools import partial
 from pathlib import Path
@@ -87,6 +89,18 @@ def _without_plan(root: Path) -> Path:
 def _tamper(root: Path, sql: str, *args: object) -> None:
     with sqlite3.connect(root / ".dagctx" / "session.db") as con:
         con.execute(sql, args)
+
+
+def _rewrite_head(root: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Change the saved projection's head as ``change`` says, with a digest that
+    matches (as :func:`dagctx.projection.saved.save_projection` makes one)."""
+    with sqlite3.connect(root / ".dagctx" / "session.db") as con:
+        head, account = con.execute("SELECT head, account FROM session_projection").fetchone()
+        raw = json.loads(head[64:])
+        change(raw)
+        text = json.dumps(raw, separators=(",", ":"))
+        digest = hashlib.sha256(text.encode() + b"\0" + account).hexdigest()
+        con.execute("UPDATE session_projection SET head = ?", (digest + text,))
 
 
 def _start(
@@ -253,15 +267,21 @@ class TestProjectedAfresh:
         _assert_same(*results)
         assert "def offline" in results[0].text  # read when shown
 
-    def test_a_projection_made_by_other_code(self, tree: Path) -> None:
+    @pytest.mark.parametrize("key, value", [("made_by", "0" * 32), ("format", 2)])
+    def test_a_projection_made_by_other_code(self, tree: Path, key: str, value: object) -> None:
         _save(tree, 1_500)
-        with sqlite3.connect(tree / ".dagctx" / "session.db") as con:
-            (head,) = con.execute("SELECT head FROM session_projection").fetchone()
-            raw = json.loads(head)
-            raw["made_by"] = "0" * 32
-            con.execute("UPDATE session_projection SET head = ?", (json.dumps(raw),))
+        _rewrite_head(tree, lambda raw: raw.update({key: value}))
         taken = _resume_both(tree)
         assert not taken
+
+    def test_a_head_rewritten_with_its_digest_is_taken_as_it_says(self, tree: Path) -> None:
+        # the digest finds damage, not a forger: a rewritten head is what it says
+        _save(tree, 1_500)
+        _rewrite_head(tree, lambda raw: raw.update({"text": raw["text"] + "\n"}))
+        with Session.load(root=tree) as session:
+            TreeTracker(session, ".").load()
+            assert session.tick().projection.text.endswith("\n\n")
+            assert _taken_back(session)
 
     def test_a_session_file_of_schema_3(self, tree: Path) -> None:
         _save(tree, 1_500)
@@ -287,6 +307,7 @@ class TestProjectedAfresh:
             "UPDATE session_projection SET head = substr(head, 1, length(head) / 2)",
             "UPDATE session_projection SET head = CAST(x'80ff7b7d' AS TEXT)",
             "UPDATE session_projection SET head = '[]'",
+            "UPDATE session_projection SET head = replace(head, 'pkg0', 'pkgX')",
             "UPDATE session_projection SET account = 'not a blob'",
         ],
     )
@@ -325,7 +346,7 @@ class TestAnyHead:
         suppress_health_check=[HealthCheck.function_scoped_fixture],
     )
     @given(key=_head_keys, value=_values)
-    def test_a_head_field_of_any_value_is_refused_or_equal(
+    def test_a_head_field_of_any_value_is_refused_or_taken_without_error(
         self, tmp_path: Path, key: str, value: object
     ) -> None:
         root = tmp_path / "t"
@@ -334,14 +355,20 @@ class TestAnyHead:
             _save(root, 400)
             shutil.copy(root / ".dagctx" / "session.db", tmp_path / "good.db")
         shutil.copy(tmp_path / "good.db", root / ".dagctx" / "session.db")
-        with sqlite3.connect(root / ".dagctx" / "session.db") as con:
-            (head,) = con.execute("SELECT head FROM session_projection").fetchone()
-            raw = json.loads(head)
-            changed = raw.get(key) != value
+        changed = []
+
+        def change(raw: dict[str, Any]) -> None:
+            changed.append(raw.get(key) != value)
             raw[key] = value
-            con.execute("UPDATE session_projection SET head = ?", (json.dumps(raw),))
-        taken = _resume_both(root)
-        assert not (taken and changed)
+
+        _rewrite_head(root, change)  # a forged head with a digest that matches
+        with Session.load(root=root) as session:
+            TreeTracker(session, ".").load()
+            projection = session.tick().projection
+            assert projection.tokens <= session.budget
+            assert isinstance(projection.explain(full=True), str)
+            if changed[0] and key in ("budget", "cache_key", "format"):
+                assert not _taken_back(session)
 
 
 _edit = st.tuples(st.sampled_from(["edit", "delete", "create"]), st.integers(0, 11))

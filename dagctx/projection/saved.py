@@ -6,15 +6,16 @@ saved (:mod:`dagctx.session.resume` decides when); this module only turns a
 
 - the *head*, JSON text: what every turn reads (``text``, ``tokens``, ``budget``, the
   sections, the stable prefix and what ended it, the band and block ends, the cache
-  key), what made it (:data:`FORMAT` and the caller's ``made_by``: the code that
-  projects) and the SHA-256 of the account;
+  key) and what made it (:data:`FORMAT` and the caller's ``made_by``: the code that
+  projects), as JSON text after the SHA-256 of that text and the account (64 hex
+  digits);
 - the *account*: what the projection left out and why, every node's label, relevance
   score and safety note (:class:`~dagctx.projection.result.Account`), as zlib-compressed
   JSON naming each node id once (about 11 bytes a node), decompressed and decoded only
   when one of them is read.
 
-:func:`load_projection` checks the head field by field and the account against its
-digest, and returns None for anything else (another version, a damaged or tampered
+:func:`load_projection` checks both parts against that digest and the head field by
+field, and returns None for anything else (another version, a damaged or tampered
 part): the caller projects afresh then, so a bad saved projection is never an error.
 
 Imports the projection's result types and the node states; must not import the session,
@@ -36,6 +37,7 @@ FORMAT = 1
 """The layout of the two parts; a head of another layout is not taken back."""
 
 _STATES = tuple(NodeState)
+_CHECK = 64  # hex digits of the SHA-256 a head starts with
 
 
 def save_projection(projection: Projection, made_by: str) -> tuple[str, bytes]:
@@ -65,9 +67,14 @@ def save_projection(projection: Projection, made_by: str) -> tuple[str, bytes]:
         "band_ends": list(projection.band_ends),
         "block_ends": list(projection.block_ends),
         "cache_key": projection.cache_key,
-        "account": hashlib.sha256(blob).hexdigest(),
     }
-    return json.dumps(head, separators=(",", ":")), blob
+    text = json.dumps(head, separators=(",", ":"))
+    return _check(text.encode(), blob) + text, blob
+
+
+def _check(head: bytes, blob: bytes) -> str:
+    """The SHA-256 (hex) of a head's JSON and an account, as the head starts with it."""
+    return hashlib.sha256(head + b"\0" + blob).hexdigest()
 
 
 def _account(projection: Projection) -> dict[str, Any]:
@@ -111,13 +118,14 @@ def load_projection(head_text: object, blob: object, made_by: str) -> Projection
     raises)."""
     if not isinstance(head_text, str | bytes) or type(blob) is not bytes:
         return None
+    raw = head_text.encode() if isinstance(head_text, str) else head_text
+    if raw[:_CHECK].decode("ascii", "replace") != _check(raw[_CHECK:], blob):
+        return None
     try:
-        head = json.loads(head_text)
+        head = json.loads(raw[_CHECK:])
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     if type(head) is not dict or (head.get("format"), head.get("made_by")) != (FORMAT, made_by):
-        return None
-    if head.get("account") != hashlib.sha256(blob).hexdigest():
         return None
     ints = ("tokens", "budget", "stable_prefix_tokens")
     strings = ("text", "prefix_break", "cache_key")

@@ -16,9 +16,9 @@ this module owns the layout, the schema version and the atomicity:
   position among the parent's children and among the child's parents;
   ``session_roots`` the root order; ``session_checkpoints`` the structure checkpoints;
   ``session_projection`` (at most one row) the projection a resume takes back while
-  nothing changed (:mod:`dagctx.session.resume`): its head as JSON text and its
-  account as a blob, both read back as bytes, as written (their checks are the
-  reader's: a damaged one is not an error here);
+  nothing changed (:mod:`dagctx.session.resume`): its head as text (a digest, then
+  JSON: :mod:`dagctx.projection.saved`) and its account as a blob, both read back as
+  bytes, as written (their checks are the reader's: a damaged one is not an error here);
   ``session_traces`` the traces the graph's trace log kept, by their absolute position
   in it; ``session_trace_span`` (one row) which trace log they come from (its
   ``log_id``) and their span of positions; ``session_context_checkpoints`` the root
