@@ -24,10 +24,12 @@ describes what a resume loads: no changes wait for the next tick, no focus is in
 (a resumed session's first projection levels a focus without the reference graph, which
 it reads later), and every node that reads a file is saved with a snapshot of what it
 read (another re-reads its file at the load). The plan of the next turn (the projector's
-layout and allocation) is not saved: the first projection after a take-back builds it,
-as the first projection of a resume otherwise does.
+layout and allocation) is not saved: the next projection builds it, as the first
+projection of a resume otherwise does (a watch asks for it as soon as it has handed over
+the first result: :meth:`~dagctx.session.core.SessionCore._plan_ahead`).
 
-Imports the projection and the graph; the session is only a type here.
+Imports the projection and the node types; the session is only a type here (this module
+must not import it).
 """
 
 from __future__ import annotations
