@@ -1519,6 +1519,41 @@ class TestBm25Postings:
                 for term, ids in index.postings.items():
                     assert ids == {n for n, doc in index.docs.items() if term in doc[1]}
 
+    @settings(max_examples=150, deadline=None)
+    @given(
+        docs=st.lists(
+            st.tuples(
+                st.sampled_from(
+                    ["src/f{}.py", "src/restore_{}.py", "tests/test_{}.py", "docs/{}.md"]
+                ),
+                st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=6),
+            ),
+            min_size=1,
+            max_size=8,
+        ),
+        edits=st.lists(st.tuples(st.integers(0, 7), st.lists(st.sampled_from(_VOCAB))), max_size=4),
+        query=st.lists(st.sampled_from([*_VOCAB, "missing"]), min_size=1, max_size=4),
+    )
+    def test_score_all_is_each_files_score_by_its_match_weight(
+        self,
+        docs: list[tuple[str, list[str]]],
+        edits: list[tuple[int, list[str]]],
+        query: list[str],
+    ) -> None:
+        """Every file scoring above 0, at exactly :meth:`Bm25Index.score` times its
+        match weight, whether the query's terms are held by every file or by some, and
+        after edits (an edited file comes last in the index's order)."""
+        index = Bm25Index()
+        for k, (path, words) in enumerate(docs):
+            index.update(_Doc(f"text_{k}", 0, path.format(k), " ".join(words)))  # type: ignore[arg-type]
+        for step, (k, words) in enumerate(edits, 1):
+            if k < len(docs):
+                doc = _Doc(f"text_{k}", step, docs[k][0].format(k), " ".join(words))
+                index.update(doc)  # type: ignore[arg-type]
+        weights = index.weights(terms(" ".join(query)))
+        every = {nid: index.score(nid, weights) * index.match[nid] for nid in index.docs}
+        assert index.score_all(weights) == {n: v for n, v in every.items() if v > 0}
+
 
 class TestSeeds:
     @settings(max_examples=200, deadline=None)
