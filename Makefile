@@ -6,7 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench bench-stores bench-quick bench-relevance bench-relevance-quick lint clean
+.PHONY: run test bench bench-stores bench-quick bench-relevance bench-relevance-quick \
+	bench-relevance-heldout lint clean
 
 RUN_STAMP := $(VENV)/.installed-run
 
@@ -63,6 +64,10 @@ bench-relevance: $(STAMP) $(AIDER_STAMP)
 
 bench-relevance-quick: $(STAMP) $(AIDER_STAMP)
 	$(BIN)/python -m benchmarks.relevance --quick
+
+# The held-out set: repositories and languages the ranking was not developed on.
+bench-relevance-heldout: $(STAMP) $(AIDER_STAMP)
+	$(BIN)/python -m benchmarks.relevance --tasks heldout
 
 clean:
 	rm -rf $(VENV) $(AIDER_VENV) .dagctx build dist

@@ -385,6 +385,35 @@ class TestRanking:
         assert tier("app.py", 10) > tier("a/b/app.py", 10) > tier("a/b/app.py", 10_000)
         assert file_kind("flask/testsuite/config.py") == file_kind("tests/x.py")
 
+    def test_test_projects_and_generated_api_docs_are_not_source(self) -> None:
+        """A directory named with a test word joined by ``-`` or ``_`` holds tests (gson's
+        ``test-shrinker/src/main/java``, hono's ``runtime-tests/``), and generated API docs
+        (``javadocs/``, ``apidocs/``) are output, as ``build/`` is; a word that merely
+        contains "test" does not count."""
+        tests = file_kind("tests/x.py")
+        assert file_kind("gson/test-shrinker/src/main/java/com/example/Main.java") == tests
+        assert file_kind("runtime-tests/deno/hono.test.ts") == tests
+        assert file_kind("runtime_tests/bun/index.ts") == tests
+        assert file_kind("src/e2e_test/app.go") == tests
+        assert file_kind("gson/docs/javadocs/com/google/gson/Gson.html") == file_kind("yarn.lock")
+        assert file_kind("target/apidocs/index.html") == file_kind("yarn.lock")
+        for source in ("src/latest/a.py", "pkg/attestation/sign.go", "src/contest_x/a.py"):
+            assert file_kind(source) == file_kind("src/app.py")
+
+    def test_a_test_project_ranks_below_the_source_it_matches_as_well(self, tmp_path: Path) -> None:
+        """gson's ``test-shrinker/`` project calls the adapters its tests exercise: with
+        the same words as the source file, it ranks below it."""
+        body = "".join(f"def enum_adapter_{i}(value):\n    return value\n\n" for i in range(60))
+        for path in ("lib/src/adapters.py", "test-shrinker/src/adapters.py"):
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).write_text(body)
+        for name in ("render", "colors", "network", "shell"):
+            (tmp_path / "lib" / "src" / f"{name}.py").write_text(filler(name, 70))
+        p = render(tmp_path, 900, "enum adapter")
+        assert states(p)["lib/src/adapters.py"] >= NodeState.SUMMARY, p.explain()
+        score = {p.labels[k]: v.level for k, v in p.scores.items()}
+        assert score["lib/src/adapters.py"] > score["test-shrinker/src/adapters.py"]
+
     def test_a_hub_every_file_calls_does_not_outrank_the_match(self, tmp_path: Path) -> None:
         """The graph part is scaled to the best word match, so a module every file calls
         (the top of the reference graph) does not outrank the file the task names when
@@ -424,6 +453,41 @@ class TestRanking:
         p = render(tmp_path, 100_000, "Fix proxy environment variables being ignored")
         by_label = {p.labels[k]: v for k, v in p.scores.items()}
         assert by_label["proxies.py"].level > by_label["CHANGES"].level
+
+    def test_templates_and_ci_match_less_than_the_code_a_bug_report_names(
+        self, tmp_path: Path
+    ) -> None:
+        """Issue and pull-request templates, CI workflows and contributing guides are
+        written in the words of every bug report ("fix", "bug", "expected", "version"):
+        their match counts as a changelog's, and the code the task names ranks above them
+        (on gin, "fix(route): redirectSlash bug" ranked ``.github/ISSUE_TEMPLATE.md``
+        above ``tree.go``)."""
+        for name in (
+            ".github/ISSUE_TEMPLATE.md",
+            ".github/ISSUE_TEMPLATE/bug-report.yaml",
+            ".github/workflows/ci.yml",
+            "pkg/.gitlab/ci.yml",
+            ".circleci/config.yml",
+            "CONTRIBUTING.md",
+            "docs/code_of_conduct.rst",
+            "SECURITY.md",
+        ):
+            assert match_weight(name) == CHANGELOG_WEIGHT, name
+        for name in ("src/github/client.py", "security.py", "pkg/contributing.go"):
+            assert match_weight(name) == KIND_WEIGHT[file_kind("a.py")], name
+        (tmp_path / ".github").mkdir()
+        (tmp_path / ".github" / "ISSUE_TEMPLATE.md").write_text(
+            "Describe the bug. Fix version? Expected route and redirect behaviour.\n" * 3
+        )
+        (tmp_path / "tree.go").write_text(
+            "func (n *node) redirectSlash(path string) bool {\n\treturn false\n}\n"
+            + "".join(
+                f"func (n *node) walk{i}(path string) int {{ return {i} }}\n" for i in range(80)
+            )
+        )
+        p = render(tmp_path, 100_000, "fix(route): redirectSlash bug")
+        by_label = {p.labels[k]: v for k, v in p.scores.items()}
+        assert by_label["tree.go"].level > by_label[".github/ISSUE_TEMPLATE.md"].level
 
     def test_a_files_tier_follows_its_edits(self, tmp_path: Path) -> None:
         (tmp_path / "app.py").write_text("x = 1\n")

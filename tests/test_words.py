@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -48,6 +49,35 @@ class TestDefinedNames:
     @example(text="  pub(crate) fn run()\nnot def x\n\n    struct S")
     def test_the_names_the_multiline_pattern_finds(self, text: str) -> None:
         assert defined_names(text) == _PLAIN_SYMBOL.findall(text)
+
+    @pytest.mark.parametrize(
+        ("line", "name"),
+        [
+            ("public final class Gson {", "Gson"),
+            ("  public static <T> T fromJson(String json, Class<T> classOfT) {", "fromJson"),
+            ("  protected synchronized List<String>[] names(int x) {", "names"),
+            ("  private static final Map<String, Object> CACHE = new HashMap<>();", None),
+            ("  public Gson() {", None),
+            ("record Point(int x, int y) {}", "Point"),
+            ("func (c *Context) JSON(code int, obj any) {", "JSON"),
+            ("func (n *node[T]) insert(path string) {", "insert"),
+            ("func New() *Engine {", "New"),
+            ("export default class Router {", "Router"),
+            ("export abstract class Base {", "Base"),
+            ("export const cors = (options?: CORSOptions) => {", "cors"),
+            ("const local = 1", None),
+            ("pub unsafe fn raw() {", "raw"),
+            ("pub const fn new() -> Self {", "new"),
+            ("    return foo(x)", None),
+            ("    else if (x) {", None),
+        ],
+    )
+    def test_definitions_of_java_go_typescript_and_rust(self, line: str, name: str | None) -> None:
+        """Java's and C#'s modifiers, a Go method's receiver, ``export default``, ``export
+        const`` and Rust's ``unsafe``/``const`` stand between the line's start and the name
+        (before, a Java file defined nothing and a Go method was not seen): the names a
+        file defines count more in its match."""
+        assert defined_names(f"x = 1\n{line}\n") == ([name] if name else [])
 
 
 class TestFence:

@@ -15,9 +15,16 @@ SOURCE, DOCS, OTHER, TESTS, FIXTURES = 4, 3, 2, 1, 0
 OUTLINE_CHARS = {SOURCE: 800, DOCS: 480, OTHER: 480, TESTS: 240, FIXTURES: 160}
 
 _TEST_DIRS = frozenset({"test", "tests", "testsuite", "spec", "specs", "__tests__", "testing"})
+#: A directory whose name is words joined by ``-`` or ``_``, one of them one of these, holds
+#: tests too: ``test-utils``, ``runtime_tests``, ``e2e-tests``, gson's ``test-shrinker``.
+_TEST_WORDS = frozenset({"test", "tests", "testing"})
+_WORD_JOINS = re.compile(r"[-_]")
+#: Generated output (``javadoc``/``javadocs``/``apidocs``: API docs rendered from the code's
+#: doc comments, which repeat every word of it) counts as fixtures, as built code does.
 _FIXTURE_DIRS = frozenset(
-    {"fixtures", "fixture", "testdata", "vendor", "node_modules", "dist", "build", "third_party"}
-)
+    {"fixtures", "fixture", "testdata", "vendor", "node_modules", "dist", "build", "third_party",
+     "javadoc", "javadocs", "apidocs"}
+)  # fmt: skip
 _LOCKFILES = frozenset(
     {"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "cargo.lock",
      "uv.lock", "go.sum", "gemfile.lock", "composer.lock", "pipfile.lock"}
@@ -50,12 +57,16 @@ def file_kind(path: str) -> int:
 @functools.lru_cache(maxsize=256)  # files come directory by directory (a walk's order)
 def _directory_kind(directory: str) -> int | None:
     """FIXTURES or TESTS when a directory on the (case-folded) path ``directory`` makes
-    every file below it one (fixtures first), else None: asked once per directory while
-    its files are asked in a row."""
+    every file below it one (fixtures first; a test directory by its name or by a word of
+    it, :data:`_TEST_WORDS`), else None: asked once per directory while its files are
+    asked in a row."""
     dirs = set(directory.split("/"))
     if dirs & _FIXTURE_DIRS:
         return FIXTURES
-    return TESTS if dirs & _TEST_DIRS else None
+    if dirs & _TEST_DIRS:
+        return TESTS
+    joined = (_WORD_JOINS.split(d) for d in dirs if "-" in d or "_" in d)
+    return TESTS if any(not _TEST_WORDS.isdisjoint(words) for words in joined) else None
 
 
 def outline_chars(path: str) -> int:

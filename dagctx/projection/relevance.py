@@ -8,7 +8,11 @@ A text file's score has two parts:
   among paths of each focus term in its path; divided by the most a file can score and
   scaled down for docs, tests and fixtures (:data:`KIND_WEIGHT`), and for a changelog
   further (:data:`CHANGELOG_WEIGHT`: it names every past change, so a task's words
-  match it whatever the task; :func:`match_weight`). Terms come from
+  match it whatever the task), as for the files that say how to work on the project
+  rather than being it (issue and pull-request templates, CI workflows under
+  ``.github/``, ``.gitlab/`` or ``.circleci/``, ``CONTRIBUTING``, ``CODE_OF_CONDUCT``,
+  ``SECURITY``: written in the words of every bug report; :func:`match_weight`). Terms
+  come from
   :func:`dagctx._words.terms` (the tokenizer of ``search_knowledge``, split at
   snake_case and camelCase, stemmed). The statistics are kept per file and updated only
   for the files that change (:class:`Bm25Index`), and only while a focus is set; a
@@ -102,14 +106,24 @@ ATTENTION_FILES = 8  # the most recently changed or opened files seed it too
 LATER_FILES = 2000  # above this many files a first focus reads the reference graph later
 KEPT_POSTINGS = 256  # content terms whose postings the index keeps (Bm25Index.holding)
 
-# A definition's name: a keyword at the start of a line, after the indent and modifiers.
-# _SYMBOL opens with the newline before the line (the text's first line: _FIRST_SYMBOL),
-# so the regex engine looks for newlines instead of trying every position; the indent is
-# matched possessively (what follows it never starts with a blank).
+# A definition's name: a keyword at the start of a line, after the indent and modifiers
+# (a Go method's receiver between ``func`` and the name), or after ``export const`` (an
+# ES module's arrow functions and objects); or, on a line opening with Java's
+# or C#'s access and storage modifiers, a method's name after its return type. _SYMBOL
+# opens with the newline before the line (the text's first line: _FIRST_SYMBOL), so the
+# regex engine looks for newlines instead of trying every position; the indent is matched
+# possessively (what follows it never starts with a blank).
+_MODIFIERS = "public|private|protected|internal|static|final|abstract|sealed|override"
 _SYMBOL_REST = (
-    r"[ \t]*+(?:export[ \t]+)?(?:pub(?:\(\w+\))?[ \t]+)?(?:async[ \t]+)?"
-    r"(?:def|class|function|fn|func|struct|interface|enum|trait|impl|type|module)[ \t]+"
-    r"(\w+)"
+    r"[ \t]*+(?:"
+    rf"(?:export[ \t]+)?(?:default[ \t]+)?(?:(?:{_MODIFIERS}|declare|const|unsafe)[ \t]+)*"
+    r"(?:pub(?:\(\w+\))?[ \t]+)?(?:async[ \t]+)?(?:(?:const|unsafe)[ \t]+)?"
+    r"(?:func[ \t]+\((?:\w+[ \t]+)?\*?\w+(?:\[[\w, ]*\])?\)[ \t]*|(?:def|class|function|fn"
+    r"|func|struct|interface|enum|trait|impl|type|module|record)[ \t]+)"
+    r"|export[ \t]+(?:declare[ \t]+)?(?:const|let|var)[ \t]+"
+    rf"|(?:(?:{_MODIFIERS}|synchronized|native|virtual)[ \t]+)+"
+    r"(?:<[^>\n]*>[ \t]+)?[\w.$<>\[\],?]+(?:<[^>\n]*>)?(?:\[\])*[ \t]+(?=\w+[ \t]*\()"
+    r")(\w+)"
 )
 _SYMBOL = re.compile("\n" + _SYMBOL_REST)
 _FIRST_SYMBOL = re.compile(_SYMBOL_REST)
@@ -119,6 +133,13 @@ KIND_WEIGHT = (0.55, 0.65, 0.75, 0.8, 1.0)
 CHANGELOG_WEIGHT = 0.3
 _CHANGELOG = re.compile(
     r"(?:^|/)(?:changes|changelog|history|news|release[-_]?notes)(?:\.(?:md|rst|txt|adoc))?$",
+    re.IGNORECASE,
+)
+#: Files about working on the project (its CI, issue and pull-request templates, how to
+#: contribute): their lexical match counts as a changelog's.
+_PROJECT_META = re.compile(
+    r"(?:^|/)\.(?:github|gitlab|circleci)/"
+    r"|(?:^|/)(?:contributing|code_of_conduct|security)(?:\.(?:md|rst|txt|adoc))?$",
     re.IGNORECASE,
 )
 
@@ -245,8 +266,10 @@ def prior(path: str, lines: int) -> int:
 def match_weight(path: str) -> float:
     """How much a lexical match counts for the file at ``path``: its kind's
     :data:`KIND_WEIGHT`, or :data:`CHANGELOG_WEIGHT` for a changelog (``CHANGES``,
-    ``CHANGELOG.md``, ``HISTORY.rst``, ``NEWS``, ``RELEASE_NOTES.md`` …)."""
-    if _CHANGELOG.search(path):
+    ``CHANGELOG.md``, ``HISTORY.rst``, ``NEWS``, ``RELEASE_NOTES.md`` …) and for a file
+    about working on the project (under ``.github/``, ``.gitlab/``, ``.circleci/``;
+    ``CONTRIBUTING``, ``CODE_OF_CONDUCT``, ``SECURITY``)."""
+    if _CHANGELOG.search(path) or _PROJECT_META.search(path):
         return CHANGELOG_WEIGHT
     return KIND_WEIGHT[file_kind(path)]
 
@@ -271,8 +294,12 @@ def path_terms(path: str) -> frozenset[str]:
 
 def defined_names(content: str) -> list[str]:
     """The names ``content`` defines, in order: the word after a definition keyword
-    (``def``, ``class``, ``function``, ``fn``, ``func``, ``struct``, …; after ``export``,
-    ``pub``, ``async``) that opens a line, indent aside."""
+    (``def``, ``class``, ``function``, ``fn``, ``func``, ``struct``, ``record``, …; after
+    ``export``, ``default``, ``pub``, ``async``, access modifiers such as ``public`` or
+    ``static``; after a Go method's receiver, ``func (c *Context) JSON``) that opens a line,
+    indent aside; the name an ES module exports as a constant (``export const cors =``); and
+    a Java or C# method's name on a line that opens with such modifiers (``public static
+    <T> T fromJson(``)."""
     first = _FIRST_SYMBOL.match(content)
     names = _SYMBOL.findall(content)
     if first is not None:
