@@ -1673,7 +1673,7 @@ class TestDegradeOrder:
             assert placed is not None
             lo, hi = placed
             assert hi - lo <= HOLE_EVERY + 1
-        keys = [order.key[i] for i in order.entries()]
+        keys = [order.key(i) for i in order.entries()]
         assert keys == sorted(keys)
 
     def test_keys_moved_together_are_put_back_in_key_order(self) -> None:
@@ -1707,8 +1707,42 @@ class TestDegradeOrder:
         for i in moved:
             order.vacate(i)
             assert order.insert(i) is not None
-        keys = [order.key[i] for i in order.entries()]
+        keys = [order.key(i) for i in order.entries()]
         assert keys == sorted(keys)
+
+    @pytest.mark.parametrize("start", [50, 2**60, -(2**60)])
+    def test_keys_beyond_machine_integers_keep_their_values_and_order(self, start: int) -> None:
+        """Keys are held in machine integers where they fit: a priority too large for
+        that, from the start or set later, keeps every key's value and the order."""
+        from dagctx.graph import ContextGraph
+        from dagctx.nodes.group import GroupNode
+        from dagctx.projection.layout import Layout
+        from dagctx.projection.order import DegradeOrder, own_key
+
+        g = ContextGraph()
+        top = g.add(GroupNode("top"))
+        kids = [g.add(GroupNode(f"n{i}")) for i in range(12)]
+        g.extend(top, kids)
+        top.set_state(NodeState.DETAILS)
+        kids[3].priority = start
+        layout = Layout(g)
+        entry = {node.id: i for i, node in enumerate(layout.nodes)}
+        order = DegradeOrder(layout)
+        for big in (2**62, -(2**61)):
+            kids[7].priority = big
+            moved = order.rekey([entry[kids[7].id]])
+            new = order.missing(moved)
+            if new and not order.open_blocks(new):
+                order.relayout(new)
+            for i in moved:
+                order.vacate(i)
+                assert order.insert(i) is not None
+            for kid in kids:
+                assert order.key(entry[kid.id]) == own_key(layout, entry[kid.id])
+            keys = [order.key(i) for i in order.entries()]
+            assert keys == sorted(keys)
+            fresh = DegradeOrder(layout)
+            assert (list(order.block), list(order.low)) == (list(fresh.block), list(fresh.low))
 
     @settings(max_examples=80, deadline=None)
     @given(
@@ -1766,9 +1800,9 @@ class TestDegradeOrder:
             layout.level[i] = 0 if layout.ref[i] else again[i % len(again)]
         carried = DegradeOrder(layout, kept, sorted(changed))
         fresh = DegradeOrder(layout)
-        assert carried.key == fresh.key
+        assert (list(carried.block), list(carried.low)) == (list(fresh.block), list(fresh.low))
         assert list(carried.slot) == list(fresh.slot)
         assert list(carried.entry_at) == list(fresh.entry_at)
         assert carried.cap == fresh.cap and carried.top_edge(5) == fresh.top_edge(5)
-        keys = [fresh.key[i] for i in fresh.entries()]
+        keys = [fresh.key(i) for i in fresh.entries()]
         assert keys == sorted(keys)

@@ -20,16 +20,18 @@ height counts how far up a key was inherited (a container after the child whose 
 took); ``key >> 80`` names the block. An order laid out again for new levels (a focus
 change moves most files' levels, not their priority or recency) takes each file's key from
 the order it replaces with the level bits set anew, and makes only the keys of changed
-nodes and of containers (``kept``).
+nodes and of containers (``kept``). An order holds each key as two machine integers, its
+block and the bits below (``array('q')``, not an int object of over 80 bits per entry;
+lists once one does not fit: a priority or a recency beyond 2**46).
 """
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableSequence
 from itertools import chain, compress, repeat
-from operator import and_, or_, sub
+from operator import and_, lshift, or_, rshift, sub
 
 from dagctx.projection.layout import Layout
 
@@ -37,7 +39,8 @@ SEQ_SHIFT = 16
 PRIO_SHIFT = 80
 HEIGHT = (1 << SEQ_SHIFT) - 1
 LEVEL_BITS = 16
-_NOT_LEVEL = ~(((1 << LEVEL_BITS) - 1) << PRIO_SHIFT)  # a key's bits but its level's
+_NOT_LEVEL_BLOCK = ~((1 << LEVEL_BITS) - 1)  # a block's bits but its level's
+_LOW = (1 << PRIO_SHIFT) - 1  # a key's bits below its block's
 MAX_SHIFT = 256  # entries an insertion may move one slot on
 HOLE_EVERY = 32  # a block is laid out with a hole after every this many entries
 
@@ -53,7 +56,8 @@ class DegradeOrder:
     """Keys and slots of the entries of ``layout`` (see the module docstring).
 
     Attributes:
-        key: each entry's key (-1 for references).
+        block, low: each entry's key (:meth:`key`) in two: ``key >> 80`` and the bits
+            below (-1 and 0 for a reference).
         slot: each entry's slot (-1 for references).
         entry_at: the entry holding each slot (-1: a hole or a gap).
         cap: the number of slots (the search trees' leaves): the blocks' entries, holes
@@ -66,12 +70,16 @@ class DegradeOrder:
         "_limit",
         "_pending",
         "_start",
+        "block",
         "cap",
         "entry_at",
-        "key",
         "layout",
+        "low",
         "slot",
     )
+
+    block: MutableSequence[int]
+    low: MutableSequence[int]
 
     def __init__(
         self, layout: Layout, kept: DegradeOrder | None = None, changed: Iterable[int] = ()
@@ -82,10 +90,11 @@ class DegradeOrder:
         or priority since ``kept`` was keyed) keyed afresh: the same keys either way."""
         self.layout = layout
         self._pending: set[int] = set()  # keys moved by rekey, slots not given again yet
-        self.key = key = self._keys(kept, changed)
+        key = self._keys(kept, changed)
         # references (key -1) sort first and are left out
         ordered = sorted(range(len(key)), key=key.__getitem__)[self._references() :]
         keys = list(map(key.__getitem__, ordered))
+        self._hold(key)
         blocks: list[tuple[int, list[int]]] = []
         lo = 0
         while lo < len(keys):  # a block ends before the first key of a greater block
@@ -118,9 +127,8 @@ class DegradeOrder:
                 for i in range(n)
             ]
         else:
-            shifted = [lv << PRIO_SHIFT for lv in range(max(level, default=0) + 1)]
-            levels = map(shifted.__getitem__, level)
-            key = list(map(or_, map(and_, kept.key, repeat(_NOT_LEVEL)), levels))
+            blocks = map(or_, map(and_, kept.block, repeat(_NOT_LEVEL_BLOCK)), level)
+            key = list(map(or_, map(lshift, blocks, repeat(PRIO_SHIFT)), kept.low))
             containers = compress(range(n), map(sub, end, range(1, n + 1)))
             for i in chain(changed, containers):
                 key[i] = own_key(layout, i)
@@ -132,6 +140,30 @@ class DegradeOrder:
             if p >= 0 and k >= key[p]:
                 key[p] = k + 1
         return key
+
+    def _hold(self, key: list[int]) -> None:
+        """Keep ``key`` (each entry's; changed) as :attr:`block` and :attr:`low`, a
+        reference's as -1 and 0 (its key, -1, is read by no one once laid out)."""
+        for i in compress(range(len(key)), self.layout.ref):
+            key[i] = -1 << PRIO_SHIFT
+        try:
+            self.block = array("q", map(rshift, key, repeat(PRIO_SHIFT)))
+            self.low = array("q", map(and_, key, repeat(_LOW)))
+        except OverflowError:
+            self.block = list(map(rshift, key, repeat(PRIO_SHIFT)))
+            self.low = list(map(and_, key, repeat(_LOW)))
+
+    def key(self, i: int) -> int:
+        """Entry ``i``'s key (``i`` not a reference)."""
+        return self.block[i] << PRIO_SHIFT | self.low[i]
+
+    def _set(self, i: int, k: int) -> None:
+        """Give entry ``i`` (not a reference) the key ``k``."""
+        try:
+            self.block[i], self.low[i] = k >> PRIO_SHIFT, k & _LOW
+        except OverflowError:  # beyond a machine integer: held in lists from now on
+            self.block, self.low = list(self.block), list(self.low)
+            self.block[i], self.low[i] = k >> PRIO_SHIFT, k & _LOW
 
     def entries(self) -> list[int]:
         """The entries in order."""
@@ -215,8 +247,8 @@ class DegradeOrder:
 
     def missing(self, entries: list[int]) -> set[int]:
         """The blocks of the keys of ``entries`` that have no slots."""
-        key, have = self.key, self._end
-        return {key[i] >> PRIO_SHIFT for i in entries} - have.keys()
+        block = self.block
+        return {block[i] for i in entries} - self._end.keys()
 
     def relevelled(self, entries: Iterable[int], enough: int) -> int:
         """How many of ``entries`` that have no children hold a key of another level than
@@ -224,11 +256,11 @@ class DegradeOrder:
         moves at the next :meth:`rekey` (with containers and new versions, more may), so a
         lower bound on how many keys it moves."""
         layout = self.layout
-        key, level, end, ref = self.key, layout.level, layout.end, layout.ref
+        block, level, end, ref = self.block, layout.level, layout.end, layout.ref
         mask = (1 << LEVEL_BITS) - 1
         found = 0
         for i in entries:
-            if end[i] == i + 1 and not ref[i] and (key[i] >> PRIO_SHIFT) & mask != level[i]:
+            if end[i] == i + 1 and not ref[i] and block[i] & mask != level[i]:
                 found += 1
                 if found >= enough:
                     break
@@ -242,6 +274,7 @@ class DegradeOrder:
         has no slots (the order must be rebuilt)."""
         layout = self.layout
         key, parent, ref, end = self.key, layout.parent, layout.ref, layout.end
+        block, low = self.block, self.low
         todo: set[int] = set()
         for i in changed:
             while i >= 0 and i not in todo:
@@ -252,19 +285,22 @@ class DegradeOrder:
             k = own_key(layout, i)
             c, stop = i + 1, end[i]
             while c < stop:
-                if not ref[c] and key[c] + 1 > k:
-                    k = key[c] + 1
+                if not ref[c]:  # its key (:meth:`key`), inline: it runs per child
+                    kc = block[c] << PRIO_SHIFT | low[c]
+                    if kc + 1 > k:
+                        k = kc + 1
                 c = end[c]
-            if k != key[i]:
-                key[i] = k
+            if k != key(i):
+                self._set(i, k)
+                block, low = self.block, self.low  # lists now if k did not fit
                 moved.append(i)
-        moved.sort(key=key.__getitem__)
+        moved.sort(key=key)
         self._pending = set(moved)
         return moved
 
     def full(self, i: int) -> bool:
         """Whether the gap of entry ``i``'s block is used up."""
-        block = self.key[i] >> PRIO_SHIFT
+        block = self.block[i]
         return self._end[block] >= self._limit[block]
 
     def vacate(self, i: int) -> int:
@@ -284,10 +320,10 @@ class DegradeOrder:
         ``(lo, hi)`` (the entries of ``lo``..``hi`` - 1 moved one on when
         ``hi - lo > 1``); None when the gap is used up or more than :data:`MAX_SHIFT`
         entries would move."""
-        k = self.key[i]
-        block = k >> PRIO_SHIFT
+        k, block = self.key(i), self.block[i]
         start, stop = self._start[block], self._end[block]
-        key, entry_at, slot, pending = self.key, self.entry_at, self.slot, self._pending
+        blocks, low, entry_at, slot = self.block, self.low, self.entry_at, self.slot
+        pending = self._pending
         # after = one past the last entry with a key <= k (binary search): holes and the
         # entries whose key moved too and that wait for their slot (put back in key
         # order, so after this one) are passed over; the others are in key order
@@ -297,7 +333,7 @@ class DegradeOrder:
             m = mid
             while m < hi and (entry_at[m] < 0 or entry_at[m] in pending):
                 m += 1
-            if m < hi and key[entry_at[m]] <= k:
+            if m < hi and blocks[entry_at[m]] << PRIO_SHIFT | low[entry_at[m]] <= k:
                 lo = m + 1
             else:
                 hi = mid

@@ -921,7 +921,7 @@ class Relevance:
         leveled now, made when called (the levels are copied; the score parts are never
         changed in place)."""
         nodes, ref = layout.nodes, layout.ref
-        level, inherited = layout.level.tolist(), bytes(self._inherited)
+        level, inherited = layout.level[:], bytes(self._inherited)
         lexical, graph, recent = self._lexical, self._graph, self._recent
 
         def scores() -> dict[str, Score]:
