@@ -175,6 +175,39 @@ class TestGroupNode:
             a.recompute()
         assert g.stale and "summary pending" in g.render(NodeState.SUMMARY)
 
+    def test_a_directory_holding_only_directories_has_no_heading(self, session: Session) -> None:
+        a, b = session.text("src/auth.py"), session.text("src/db.py")
+        inner = session.group(a, b, title="src/main/pkg/")
+        middle = session.group(inner, title="src/main/")
+        outer = session.group(middle, title="src/")
+        for group in (outer, middle):  # each child's heading says where it is
+            assert group.render(NodeState.DETAILS) == ""
+            assert group.render(NodeState.ALL).startswith(f"## {group.title} (#{group.id}, ")
+        assert inner.render(NodeState.DETAILS) == f"## src/main/pkg/ (#{inner.id})"
+        for group in (inner, middle, outer):
+            group.set_state(NodeState.DETAILS)
+        text = session.project().text
+        assert "## src/main/pkg/ (#" in text and "def login" in text
+        assert "## src/ (#" not in text and "## src/main/ (#" not in text
+        # a file of its own (a link is a change of the group): the heading is back
+        version = middle.version
+        session.link(middle, session.text("README.md"))
+        assert middle.version > version
+        assert middle.render(NodeState.DETAILS) == f"## src/main/ (#{middle.id})"
+        assert f"## src/main/ (#{middle.id})" in session.project().text
+
+    def test_other_groups_keep_their_heading(self, session: Session) -> None:
+        a = session.text("src/auth.py")
+        named = session.group(session.group(a, title="src/"), title="Sources")  # not a path
+        assert named.render(NodeState.DETAILS) == f"## Sources (#{named.id})"
+        elsewhere = session.group(session.group(a, title="lib/"), title="src/")  # not below it
+        assert elsewhere.render(NodeState.DETAILS) == f"## src/ (#{elsewhere.id})"
+        empty = session.group(title="docs/")
+        assert empty.render(NodeState.DETAILS) == f"## docs/ (#{empty.id})"
+        unread = session.group(session.group(a, title="data/raw/"), title="data/")
+        unread.notice = "(could not list data/: permission denied)"
+        assert unread.render(NodeState.DETAILS).startswith(f"## data/ (#{unread.id})")
+
     def test_round_trip(self) -> None:
         g = GroupNode("title", state="DETAILS")
         g.id = "group_4"

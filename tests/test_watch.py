@@ -201,6 +201,22 @@ class TestFileEvents:
                 parent = up
             assert chain == ["pkg/sub/leaf/", "pkg/sub/", "pkg/", "repo/"]
 
+    async def test_a_directory_of_directories_gets_its_heading_with_a_file(
+        self, tree: Path
+    ) -> None:
+        deep = tree / "pkg" / "sub" / "leaf"
+        deep.mkdir(parents=True)
+        (deep / "mod.py").write_text("X = 1\n")
+        async with watching(tree) as w:
+            text = w.first.projection.text
+            assert "## pkg/sub/leaf/ (#" in text and "X = 1" in text
+            assert "## pkg/ (#" not in text and "## pkg/sub/ (#" not in text
+            (tree / "pkg" / "sub" / "own.py").write_text("Y = 2\n")
+            await w.until(lambda: bool(w.session.text_nodes("pkg/sub/own.py")))
+            text = w.session.project().text
+            assert "## pkg/sub/ (#" in text and "Y = 2" in text
+            assert "## pkg/ (#" not in text
+
     async def test_a_deleted_file_shows_deleted_then_is_removed_at_the_next_tick(
         self, tree: Path
     ) -> None:

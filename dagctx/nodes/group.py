@@ -1,6 +1,8 @@
 """GroupNode: a named set of children, shown as a summary or expanded.
 
-At DETAILS and ALL the projection renders the group's header and walks its children. At
+At DETAILS and ALL the projection renders the group's header and walks its children (at
+DETAILS no header for a directory holding only directories, whose headings carry their
+paths: see :meth:`GroupNode._passes_through`). At
 SUMMARY it shows the group's summary instead of the children. The default summarizer is
 deterministic (one line per child, from the child's COLLAPSED render) and is computed at
 render time, so it is always fresh. A custom summarizer (sync or async callable, e.g. an
@@ -102,7 +104,27 @@ class GroupNode(Node):
         if state == NodeState.ALL:
             children = counted(self._child_count(), "child", "children")
             return f"## {self.label()} (#{self.id}, {children})"
+        if self.notice is None and self._passes_through():
+            return ""
         return f"## {self.label()} (#{self.id})"
+
+    def _passes_through(self) -> bool:
+        """Whether this is a directory (a title ending in ``/``) holding only directories
+        below it, each titled with its path (``src/main/`` in ``src/``): their headings
+        say where they are, so its own heading would say nothing (a Java tree has a
+        chain of them, ``src/``, ``src/main/``, ``src/main/java/``, … before any file).
+        Linking or unlinking a child changes the version, so a render kept per version
+        stays right."""
+        title = self.title
+        if not title or not title.endswith("/"):
+            return False
+        children = self.children
+        return bool(children) and all(
+            isinstance(child, GroupNode)
+            and child.title is not None
+            and child.title.startswith(title)
+            for child in children
+        )
 
     def data_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"title": self.title, "summary": self._summary}
