@@ -37,6 +37,53 @@ def read(working_dir: Path | str | None, path: Any) -> str:
     return asyncio.run(asyncio.wait_for(tool.execute(path=path), timeout=10))
 
 
+def read_lines(working_dir: Path, path: str, **lines: Any) -> str:
+    ctx = Context("t")
+    ctx.state.set("working_dir", working_dir)
+    tool: Tool[Any] = get_file_tools()[0].bind(ctx)
+    return asyncio.run(asyncio.wait_for(tool.execute(path=path, **lines), timeout=10))
+
+
+class TestLineRanges:
+    """start_line / end_line: the lines an outline's ``[L12-30]`` or a cut's marker names."""
+
+    def test_a_range_of_lines_with_their_line_ends(self, wd: Path) -> None:
+        (wd / "five.py").write_bytes(b"one\r\ntwo\nthree\nfour\nfive")
+        assert read_lines(wd, "five.py", start_line=2, end_line=3) == "two\nthree\n"
+        assert read_lines(wd, "five.py", start_line=1, end_line=1) == "one\r\n"
+        assert read_lines(wd, "five.py", start_line=4) == "four\nfive"  # to the end
+        assert read_lines(wd, "five.py", end_line=2) == "one\r\ntwo\n"  # from the top
+        assert read_lines(wd, "five.py", start_line=5, end_line=99) == "five"
+        assert read_lines(wd, "hello.txt", start_line=2) == "world\n"
+
+    def test_the_numbers_are_the_outlines(self, wd: Path) -> None:
+        from dagctx.outline import outline
+
+        text = "import os\n\n\ndef load(name):\n    return os.path.join(name)\n\n\nX = 1\n"
+        (wd / "m.py").write_text(text, encoding="utf-8")
+        (entry,) = outline("m.py", text).entries
+        got = read_lines(wd, "m.py", start_line=entry.start, end_line=entry.end)
+        assert got == "def load(name):\n    return os.path.join(name)\n"
+
+    @pytest.mark.parametrize(
+        ("lines", "message"),
+        [
+            ({"start_line": 0}, "start_line must be 1 or more, got 0."),
+            ({"start_line": 3, "end_line": 2}, "end_line must be at least start_line (3), got 2."),
+            ({"end_line": 0}, "end_line must be at least start_line (1), got 0."),
+            ({"start_line": 3}, "'hello.txt' has 2 lines; start_line 3 is past it."),
+        ],
+    )
+    def test_bad_ranges_are_messages(self, wd: Path, lines: dict[str, int], message: str) -> None:
+        assert read_lines(wd, "hello.txt", **lines) == message
+
+    def test_a_range_is_redacted_as_the_whole_file_is(self, wd: Path) -> None:
+        key = "AKIA" + "IOSFODNN7EXAMPLE"
+        (wd / "conf.py").write_text(f"A = 1\nKEY = '{key}'\nB = 2\n", encoding="utf-8")
+        got = read_lines(wd, "conf.py", start_line=2, end_line=2)
+        assert key not in got and got.startswith("KEY = ") and "REDACTED" in got
+
+
 class TestReads:
     def test_reads_text_file(self, wd: Path) -> None:
         assert read(wd, "hello.txt") == "hello\nworld\n"

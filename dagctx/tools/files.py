@@ -8,6 +8,9 @@ the first 8 KB, or invalid UTF-8) are refused too. The file is opened with
 :func:`dagctx._fs.open_inside`, so a file or a parent directory swapped for a symlink after
 the checks is never followed, and a FIFO swapped in is never waited on.
 
+``start_line`` and ``end_line`` (1-based, inclusive) read a range of lines, numbered as
+the projection's outlines and cut markers number them; without them the whole file.
+
 Secrets stay out as they do in the projection (:mod:`dagctx._secrets`): unless
 ``ctx.state["include_secrets"]`` is true, a secret-bearing file (``.env``, a private key,
 a certificate, a credentials file) is refused with a message, and secrets found in any
@@ -32,16 +35,43 @@ MAX_FILE_BYTES = 1_000_000
 """Largest file `read_file` returns, in bytes."""
 
 
-def read_file(ctx: Context, path: str) -> str:
+def read_file(
+    ctx: Context, path: str, start_line: int | None = None, end_line: int | None = None
+) -> str:
     """Read a file from the working directory.
 
     Args:
         path: Relative path to the file within the working directory.
+        start_line: First line to read (1-based); omit to start at the top.
+        end_line: Last line to read (inclusive); omit to read to the end.
     """
+    if start_line is not None and start_line < 1:
+        return Refusal(f"start_line must be 1 or more, got {start_line}.")
+    if end_line is not None and end_line < (start_line or 1):
+        return Refusal(f"end_line must be at least start_line ({start_line or 1}), got {end_line}.")
     text = read_unredacted(ctx, path)
-    if isinstance(text, Refusal) or ctx.state.get(INCLUDE_SECRETS_KEY) is True:
+    if isinstance(text, Refusal):
         return text
-    return redact(text)[0]
+    if ctx.state.get(INCLUDE_SECRETS_KEY) is not True:
+        text = redact(text)[0]
+    if start_line is None and end_line is None:
+        return text
+    return _line_range(path, text, start_line or 1, end_line)
+
+
+def _line_range(path: str, text: str, start: int, end: int | None) -> str:
+    """Lines ``start`` to ``end`` (to the last line when None) of ``text``, with their line
+    ends as written; lines are numbered as :func:`dagctx._lines.split_lines` numbers
+    them (a CRLF file as its editor shows it). A start past the last line is refused."""
+    pieces = text.split("\n")  # the last piece follows the final line end ("" if none)
+    count = len(pieces) - (pieces[-1] == "")
+    if start > count:
+        return Refusal(
+            f"{path!r} has {count} line{'s' * (count != 1)}; start_line {start} is past it."
+        )
+    last = count if end is None else min(end, count)
+    chunk = "\n".join(pieces[start - 1 : last])
+    return chunk + "\n" if last < len(pieces) else chunk
 
 
 def read_unredacted(ctx: Context, path: str) -> str:
