@@ -28,7 +28,7 @@ from dagctx.errors import ToolError
 from dagctx.tools.schema import FunctionSchema, JsonSchema, function_schema
 from dagctx.tools.validation import validate_arguments
 
-__all__ = ["ContextTool", "Refusal", "Tool", "ToolFunction"]
+__all__ = ["ContextTool", "Refusal", "Tool", "ToolFunction", "line_range_refusal"]
 
 T = TypeVar("T")
 ToolFunction = Callable[..., str | Awaitable[str]]
@@ -40,6 +40,16 @@ class Refusal(str):
     It is a ``str``, so a caller that only reads the text sees no difference."""
 
     __slots__ = ()
+
+
+def line_range_refusal(start_line: int | None, end_line: int | None) -> Refusal | None:
+    """The message for a bad line range of a tool's ``start_line`` / ``end_line`` (1-based,
+    inclusive, either omitted), or None when the range is one a file can have."""
+    if start_line is not None and start_line < 1:
+        return Refusal(f"start_line must be 1 or more, got {start_line}.")
+    if end_line is not None and end_line < (start_line or 1):
+        return Refusal(f"end_line must be at least start_line ({start_line or 1}), got {end_line}.")
+    return None
 
 
 class Tool(Generic[T]):

@@ -25,7 +25,7 @@ from pathlib import Path
 from dagctx import _fs
 from dagctx._secrets import redact, secret_file_reason
 from dagctx.context import Context
-from dagctx.tools.base import ContextTool, Refusal
+from dagctx.tools.base import ContextTool, Refusal, line_range_refusal
 
 __all__ = ["MAX_FILE_BYTES", "get_file_tools", "read_file"]
 
@@ -45,10 +45,9 @@ def read_file(
         start_line: First line to read (1-based); omit to start at the top.
         end_line: Last line to read (inclusive); omit to read to the end.
     """
-    if start_line is not None and start_line < 1:
-        return Refusal(f"start_line must be 1 or more, got {start_line}.")
-    if end_line is not None and end_line < (start_line or 1):
-        return Refusal(f"end_line must be at least start_line ({start_line or 1}), got {end_line}.")
+    bad = line_range_refusal(start_line, end_line)
+    if bad is not None:
+        return bad
     text = read_unredacted(ctx, path)
     if isinstance(text, Refusal):
         return text

@@ -25,7 +25,7 @@ from dagctx._lines import split_lines
 from dagctx.errors import DagctxError, ToolError
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.text import TextNode
-from dagctx.tools.base import Refusal, Tool
+from dagctx.tools.base import Refusal, Tool, line_range_refusal
 
 if TYPE_CHECKING:
     from dagctx.session import Session
@@ -176,10 +176,9 @@ def open_file(
         start_line: First line to show (1-based); omit to start at the top.
         end_line: Last line to show (inclusive); omit to show to the end.
     """
-    if start_line is not None and start_line < 1:
-        return Refusal(f"start_line must be 1 or more, got {start_line}.")
-    if end_line is not None and end_line < (start_line or 1):
-        return Refusal(f"end_line must be at least start_line ({start_line or 1}), got {end_line}.")
+    bad = line_range_refusal(start_line, end_line)
+    if bad is not None:
+        return bad
     first = None if start_line == 1 else start_line
     try:
         absolute, relative = session.resolve_path(path)
