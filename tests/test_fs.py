@@ -45,12 +45,15 @@ def tree(tmp_path: Path) -> Path:
 
 @contextlib.contextmanager
 def swapping(action: Callable[[], None]) -> Iterator[None]:
-    """Run ``action`` in a loop on another thread for the duration of the block."""
+    """Run ``action`` in a loop on another thread for the duration of the block, resting
+    0.5 ms between runs in the state it restores: without the rest, a loaded machine
+    could schedule the reads only while something was swapped, and never see the file."""
     stop = threading.Event()
 
     def loop() -> None:
         while not stop.is_set():
             action()
+            time.sleep(0.0005)
 
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
