@@ -21,7 +21,7 @@ from dagctx.graph import ContextGraph
 from dagctx.nodes.group import GroupNode
 from dagctx.projection import Projection, SectionCache, allocation, build_projection
 from dagctx.projection._segtree import MinTree, PrefixTree
-from dagctx.projection.assembly import Body
+from dagctx.projection.assembly import Body, Fenwick
 from dagctx.projection.bands import STABLE, ends
 from dagctx.projection.prefix import stable_prefix
 from dagctx.projection.result import Section
@@ -331,6 +331,42 @@ class TestDeferredLeaves:
                 shown = r.changes if r.turn > 1 else []
                 with mock.patch.object(allocation, "BATCH_SLOTS", 10**9):
                     same(r.projection, fresh(s, s.budget, shown))
+
+
+class TestFenwick:
+    """Prefix sums of any values, kept in 32 bits until one does not fit (then in 64:
+    a load or an add past 2**31 - 1 moves the tree, values kept)."""
+
+    values = st.integers(-(2**40), 2**40) | st.integers(-100, 100)
+
+    @given(
+        st.lists(values, min_size=1, max_size=40),
+        st.lists(st.tuples(st.integers(0, 39), values), max_size=30),
+    )
+    def test_prefix_sums_after_loads_and_adds(
+        self, start: list[int], adds: list[tuple[int, int]]
+    ) -> None:
+        tree = Fenwick(len(start))
+        tree.load(start)
+        now = list(start)
+        for i, delta in adds:
+            i %= len(now)
+            tree.add(i, delta)
+            now[i] += delta
+            assert [tree.prefix(k) for k in range(len(now) + 1)] == [
+                sum(now[:k]) for k in range(len(now) + 1)
+            ]
+        assert [tree.prefix(k) for k in range(len(now) + 1)] == [
+            sum(now[:k]) for k in range(len(now) + 1)
+        ]
+
+    def test_32_bits_until_a_sum_does_not_fit(self) -> None:
+        tree = Fenwick(4)
+        tree.load([5, 6, 7, 8])
+        assert tree.tree.itemsize == 4
+        tree.add(1, 2**31)
+        assert tree.tree.itemsize == 8
+        assert [tree.prefix(k) for k in range(5)] == [0, 5, 11 + 2**31, 18 + 2**31, 26 + 2**31]
 
 
 class TestAssemblyKeepsItsSums:

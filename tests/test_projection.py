@@ -4,7 +4,11 @@ determinism, cache-friendly prefix, incrementality — as examples and as proper
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
+import pickle
 import re
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -586,3 +590,73 @@ class TestLeftOutCounts:
             tracemalloc.stop()
         assert kept.names(str, labels.__getitem__)[0] == ("200 in src/pkg_0/", 200)
         assert used < 12 * len(labels)  # an int object and a list slot each: 36 B
+
+
+class TestSection:
+    """A section reads back every field it was made with, compares and hashes by them,
+    cannot be changed, and holds them in four slots (a projection keeps thousands)."""
+
+    @given(
+        st.text(max_size=12),
+        st.sampled_from(list(NodeState)),
+        st.sampled_from(list(NodeState)),
+        st.integers(0, 2**40),
+        st.integers(0, 2**40),
+        st.booleans(),
+        st.integers(0, 2**70),
+    )
+    def test_fields_read_back(
+        self,
+        node_id: str,
+        requested: NodeState,
+        rendered: NodeState,
+        tokens: int,
+        cut_lines: int,
+        reference: bool,
+        version: int,
+    ) -> None:
+        s = Section(node_id, requested, rendered, tokens, cut_lines, reference, version)
+        fields = (node_id, requested, rendered, tokens, cut_lines, reference, version)
+        assert (
+            s.node_id,
+            s.requested_state,
+            s.rendered_state,
+            s.tokens,
+            s.cut_lines,
+            s.reference,
+            s.version,
+        ) == fields
+        assert type(s.requested_state) is NodeState and type(s.reference) is bool
+        twin = Section(*fields)
+        assert s == twin and hash(s) == hash(twin)
+        assert copy.copy(s) == s == pickle.loads(pickle.dumps(s))
+        match s:
+            case Section(nid, req, ren, tok, cut, ref, ver):
+                assert (nid, req, ren, tok, cut, ref, ver) == fields
+
+    def test_each_field_tells_sections_apart(self) -> None:
+        fields = ("a", NodeState.ALL, NodeState.SUMMARY, 5, 0, False, 1)
+        base = Section(*fields)
+        others = ("b", NodeState.DETAILS, NodeState.ALL, 6, 1, True, 2)
+        for k, other in enumerate(others):
+            changed = list(fields)
+            changed[k] = other
+            assert Section(*changed) != base
+        assert base != fields and base != ("a", 5, 1)
+
+    def test_immutable(self) -> None:
+        s = Section("a", NodeState.ALL, NodeState.ALL, 5)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            s.tokens = 6  # type: ignore[misc]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            del s.node_id
+        assert s.tokens == 5
+        assert repr(s) == (
+            "Section(node_id='a', requested_state=<NodeState.ALL: 4>,"
+            " rendered_state=<NodeState.ALL: 4>, tokens=5, cut_lines=0, reference=False,"
+            " version=0)"
+        )
+
+    def test_four_slots(self) -> None:
+        s = Section("a", NodeState.ALL, NodeState.COLLAPSED, 700, 12, True, 3)
+        assert sys.getsizeof(s) <= sys.getsizeof(object()) + 4 * 8 + 16

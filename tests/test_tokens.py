@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from dagctx import EncodingError, TokenCounter
-from dagctx.tokens import get_encoding
+from dagctx.tokens import _RECENT, get_encoding
 
 
 class TestEncodings:
@@ -57,3 +59,31 @@ class TestCache:
         assert text.startswith(cut)
         assert counter.count_exact(cut) <= 10
         assert counter.truncate(text, 0) == ""
+
+
+class TestRecentMemory:
+    """Counts asked not to be remembered are kept for the last 4,096 texts, in a table no
+    larger than a fresh copy of it, however many texts went through."""
+
+    def test_the_last_texts_are_kept_in_a_compact_table(self) -> None:
+        counter = TokenCounter()
+        texts = [f"line {i}" for i in range(10_000)]
+        for text in texts:
+            counter.count(text, remember=False)
+            assert sys.getsizeof(counter._recent) <= sys.getsizeof(dict(counter._recent))
+        assert counter.encodings == len(texts)
+        for text in texts[-_RECENT:]:
+            assert counter.count(text, remember=False) == counter.count_exact(text)
+        assert counter.encodings == len(texts)
+        counter.count(texts[-_RECENT - 1], remember=False)
+        assert counter.encodings == len(texts) + 1
+
+    def test_count_many_keeps_the_same(self) -> None:
+        counter = TokenCounter()
+        texts = [f"word {i}" for i in range(3 * _RECENT)]
+        counts = counter.count_many(texts, remember=False)
+        assert counts == [counter.count_exact(t) for t in texts]
+        assert len(counter._recent) == _RECENT
+        assert sys.getsizeof(counter._recent) <= sys.getsizeof(dict(counter._recent))
+        counter.count_many(texts[-_RECENT:], remember=False)
+        assert counter.encodings == len(texts)

@@ -33,29 +33,47 @@ FOOTER_NAMES = 200  # at most this many left-out nodes are named in the footer
 
 
 class Fenwick:
-    """Prefix sums over positions 0..n-1 with point updates, O(log n) each."""
+    """Prefix sums over positions 0..n-1 with point updates, O(log n) each.
+
+    Values are kept in 32 bits (a body's counts, tokens and text lengths: 4 bytes per
+    entry, not 8) until one does not fit; then in 64 bits."""
 
     __slots__ = ("n", "tree")
 
-    def __init__(self, n: int, typecode: str = "q") -> None:
+    def __init__(self, n: int) -> None:
         self.n = n
-        self.tree = array(typecode, [0]) * (n + 1)
+        self.tree = array("i", [0]) * (n + 1)
+
+    def _widen(self, values: array[int]) -> array[int]:
+        """The tree as 64-bit values (``values``, or zeros for a new one)."""
+        self.tree = array("q", values)
+        return self.tree
 
     def load(self, values: list[int]) -> None:
         """Set position i to ``values[i]`` for all i at once (O(n))."""
-        tree, n = self.tree, self.n
-        for i, v in enumerate(values, 1):
-            tree[i] = v
-        for i in range(1, n + 1):
-            j = i + (i & -i)
-            if j <= n:
-                tree[j] += tree[i]
+        n = self.n
+        while True:
+            tree = self.tree
+            try:
+                for i, v in enumerate(values, 1):
+                    tree[i] = v
+                for i in range(1, n + 1):
+                    j = i + (i & -i)
+                    if j <= n:
+                        tree[j] += tree[i]
+                return
+            except OverflowError:  # start again in 64 bits
+                self._widen(array("q", [0]) * (n + 1))
 
     def add(self, i: int, delta: int) -> None:
         tree, n = self.tree, self.n
         i += 1
         while i <= n:
-            tree[i] += delta
+            try:
+                tree[i] += delta
+            except OverflowError:  # nothing stored at i: store it in 64 bits
+                tree = self._widen(tree)
+                continue
             i += i & -i
 
     def prefix(self, i: int) -> int:
@@ -93,7 +111,7 @@ class Body:
     def __init__(self, n: int, within: Callable[[int], int] | None = None) -> None:
         self.within = within  # where a later band's entry goes inside its band (walk order)
         self.shown = bytearray(n)  # 1: in the body list (stable band), 1 + band: in the tail
-        self.count = Fenwick(n, "i")
+        self.count = Fenwick(n)
         self.toks = Fenwick(n)
         self.chars = Fenwick(n)  # the length of each stable section's text
         self.sections: list[Section] = []

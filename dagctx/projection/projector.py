@@ -28,7 +28,6 @@ levels every entry with it and rebuilds the plans.
 from __future__ import annotations
 
 import threading
-from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -91,6 +90,7 @@ class Projector:
     __slots__ = (
         "_chunk_end",
         "_held",
+        "_held_total",
         "_key",
         "_labels_shared",
         "_lock",
@@ -122,9 +122,11 @@ class Projector:
         self._releveled: list[tuple[int, list[int]]] = []
         self._lock = threading.Lock()
         self._key = ""  # the cache key of the projection being built
-        # the tokens of each entry's section at its requested state, for entries outside
-        # the stable band (0 for the others), and their sum at index -1
-        self._held = array("q")
+        # the tokens of each entry's section at its requested state, for the entries
+        # outside the stable band with any (a few conversation sections, not an entry per
+        # file), and their sum
+        self._held: dict[int, int] = {}
+        self._held_total = 0
         self._settled: set[str] = set()  # ids of the conversation's settled sections
         self._chunk_end = ""  # id of the last settled section before the last chunk
         self._talk = False  # whether the layout holds a conversation (a topic or a message)
@@ -150,7 +152,7 @@ class Projector:
         self._chunk_end = talk[before - 1].id if 0 < before < cut else ""
         self._labels_shared = self._prio_shared = False
         self._mark = len(self.graph.traces)
-        self._held = array("q", bytes(8 * (len(layout) + 1)))
+        self._held, self._held_total = {}, 0
         self._hold(range(len(layout)))
         return layout
 
@@ -159,12 +161,15 @@ class Projector:
         layout, held, cache = self.layout, self._held, self.cache
         assert layout is not None
         nodes, ref, requested = layout.nodes, layout.ref, layout.requested
+        total = self._held_total
         for i in entries:
             new = 0
             if not ref[i] and band_of(nodes[i]) != STABLE:
                 new = cache.tokens(nodes[i], requested[i])
-            held[-1] += new - held[i]
-            held[i] = new
+            total += new - held.pop(i, 0)
+            if new:
+                held[i] = new
+        self._held_total = total
 
     def _current_layout(self) -> Layout:
         """The layout, rebuilt if structure or a requested state changed since."""
@@ -315,7 +320,7 @@ class Projector:
                 changes, graph, cache, budget // CHANGES_SHARE
             )
         room = max(0, budget - changes_tokens)
-        held = self._held[-1]
+        held = self._held_total
         if alloc.over(room):  # the later bands' growth must not move the workspace
             steps = TALK_STEPS if self._talk else HELD_STEPS
             room = min(room, workspace_room(budget, changes_tokens, held, steps))
