@@ -107,6 +107,9 @@ class TestColumns:
     def test_a_node_from_columns_is_the_node_from_its_dict(self, saved: Path) -> None:
         with _session(saved) as fresh:
             originals = [n for n in fresh.graph if isinstance(n, TextNode) and n.snapshot()]
+        originals[0].tags = {"kept", "also"}  # the fields at their defaults in most nodes
+        originals[1].edited = True
+        originals[2].priority = -3
         saved_pairs = [(n, n.snapshot()) for n in originals]
         block = TextNode.to_columns(saved_pairs)  # type: ignore[arg-type]
         rebuilt = TextNode.from_columns(json.loads(json.dumps(block)))
@@ -169,6 +172,7 @@ class TestColumns:
             (lambda b: b["version"].__setitem__(0, -1), "'version'.*got -1"),
             (lambda b: b["state"].__setitem__(0, "HUGE"), "'state'.*got 'HUGE'"),
             (lambda b: b["digest"].__setitem__(0, "zz" * 16), "'digest'.*got 'zzzz"),
+            (lambda b: b["digest"].__setitem__(0, "ab " * 10 + "ab"), "'digest'.*got 'ab ab"),
             (lambda b: b["frequency"].__setitem__(0, {"kind": "period"}), "'frequency'"),
             (lambda b: b["root"].__setitem__(0, "/elsewhere"), "not under the session root"),
         ],
@@ -251,6 +255,7 @@ _values = (
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.lists(st.integers(-(2**100), 2**100), min_size=2, max_size=4)
     | st.lists(st.text(max_size=3), max_size=3)
+    | st.text(alphabet="0123456789abcdefABCDEF xy", min_size=31, max_size=33)
 )
 #: (name, whole-column test, the value test it stands for) as Node.from_columns and
 #: TextNode._restore_columns pair them
@@ -266,6 +271,7 @@ _WHOLE = [
     ("edited", text_module._BOOLS, text_module._is_bool),
     ("stat", text_module._stat_values, text_module._stat_value),
     ("lines", base_module.all_counts, text_module._count),
+    ("digest", text_module._all_digests, text_module._is_digest),
 ]
 
 

@@ -584,7 +584,11 @@ class Node:
             node = new(cls)
             node._extras, node._parent_ids = None, ()
             node.id, node.version, node.state, node.mode = nid, version, state, _MODES[mode]
-            node.frequency, node._priority, node._tags = frequency, priority, set(tags) or None
+            node.frequency = frequency
+            if priority is not None:  # else the default: no extras record
+                node._priority = priority
+            if tags:
+                node._tags = set(tags)
             # equal times (nodes made within TIME_GRAIN) share one float again
             node.created_at = created = times.setdefault(created, float(created))
             node.updated_at = times.setdefault(updated, float(updated))

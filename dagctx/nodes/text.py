@@ -55,6 +55,7 @@ import hashlib
 import math
 import mimetypes
 import os
+import re
 import stat
 import threading
 from collections import Counter
@@ -341,14 +342,10 @@ class _SpecField(Generic[_V]):
 
 
 _NO_MARKS: tuple[str | None, str | None, str | None] = (None, None, None)
-_DIGEST_BITS = 128  # a digest (16 bytes) as an int, below the length in an unread body
+# The body of a text node not read yet is one int: the length of its text, then its
+# digest (16 bytes) in the low bits (a third of the bytes of an int and a bytes object).
+_DIGEST_BITS = 128
 _DIGEST_MASK = (1 << _DIGEST_BITS) - 1
-
-
-def _unread(chars: int, digest: bytes) -> int:
-    """The body of a text node not read yet: the length of its text and its digest in
-    one int (a third of the bytes of an int and a bytes object)."""
-    return chars << _DIGEST_BITS | int.from_bytes(digest, "big")
 
 
 class _TextExtras(NodeExtras):
@@ -470,7 +467,7 @@ class TextNode(Node):
             (_resolved_root(os.fspath(root)), start_line, end_line, media_type, max_bytes,
              include_secrets)
         )  # fmt: skip
-        # the lines shown, "\n"-joined; an int while not read yet (see _unread)
+        # the lines shown, "\n"-joined; an int while not read yet (see _DIGEST_BITS)
         self._body: str | int = ""
         self._n = -1  # how many lines that is (-1: not read yet)
         self._stat: StatKey | None = None
@@ -643,11 +640,8 @@ class TextNode(Node):
             return text == body
         return int.from_bytes(_digest(text), "big") == body & _DIGEST_MASK
 
-    def _key(self, lstat: os.stat_result | None = None) -> StatKey | None:
-        """The file's :func:`stat_key`; from ``lstat`` (the file's ``os.lstat`` result,
-        taken by the caller) when given and not a symlink's."""
-        if lstat is not None and not stat.S_ISLNK(lstat.st_mode):
-            return lstat_key(lstat)
+    def _key(self) -> StatKey | None:
+        """The file's :func:`stat_key`."""
         return stat_key(os.path.join(str(self.root), self.path))
 
     def watch_path(self) -> str:
@@ -672,17 +666,20 @@ class TextNode(Node):
                 return False
         return self._load(self._read())
 
-    def changed_on_disk(self, lstat: os.stat_result | None = None) -> bool:
+    def changed_on_disk(self) -> bool:
         """Whether a check (:meth:`recompute`) would read the file again: its stat key
-        differs from the one of the read shown. Reads nothing: one ``lstat``, none when
-        the caller passes the file's ``lstat`` result (a walk that listed it)."""
-        if self._stale:
-            return True
-        if lstat is not None and not stat.S_ISLNK(lstat.st_mode):
-            key: StatKey | None = lstat_key(lstat)
-        else:
-            key = self._key()
-        return key != self._stat and not (key is None and self.placeholder == "[file deleted]")
+        differs from the one of the read shown. Reads nothing: one ``lstat`` (and a
+        ``stat`` of a symlink's target)."""
+        return self._stale or self.differs_from(self._key())
+
+    def differs_from(self, key: StatKey | None) -> bool:
+        """Whether a check (:meth:`recompute`) would read the file again if its
+        :func:`stat_key` is now ``key`` (a walk that listed the file took it): it differs
+        from the one of the read shown, or the read shown is newer than the node's
+        version. Reads nothing."""
+        if key == self._stat:
+            return self._stale
+        return key is not None or self.placeholder != "[file deleted]" or self._stale
 
     def recompute(self, *, changed: bool = False, edit: bool = True) -> bool:
         """Re-read the file if its stat key changed, or when ``changed`` says the OS
@@ -998,35 +995,42 @@ class TextNode(Node):
         )
         for key in ("lines", "chars", "bytes"):
             check_column(get(key), key, _count, rule="an int >= 0", whole=all_counts)
-        digests = [_digest_value(value) for value in get("digest")]
-        check_column(digests, "digest", _is_digest, get("digest"), "32 hex digits")
-        empty = _digest("")
-        lines = get("lines")
-        at = next((i for i, n in enumerate(lines) if n == 0 and digests[i] != empty), None)
-        if at is not None:
-            raise column_error("digest", get("digest")[at], "the digest of no text (no lines)")
+        digests = get("digest")
+        check_column(digests, "digest", _is_digest, rule="32 hex digits", whole=_all_digests)
+        bodies = [int(value, 16) for value in digests]  # see _DIGEST_BITS
+        lines, empty = get("lines"), int.from_bytes(_digest(""), "big")
+        if 0 in lines:
+            at = next((i for i, n in enumerate(lines) if n == 0 and bodies[i] != empty), None)
+            if at is not None:
+                raise column_error("digest", digests[at], "the digest of no text (no lines)")
         roots = {root: _resolved_root(root) for root in set(get("root"))}
         guess = mimetypes.guess_type
+        keys = [None if value is None else _pack(*value) for value in get("stat")]  # in range
         rows = zip(
             nodes, get("path"), get("root"), get("start_line"), get("end_line"),
-            get("media_type"), get("max_bytes"), get("include_secrets"), get("stat"),
+            get("media_type"), get("max_bytes"), get("include_secrets"), keys,
             get("placeholder"), get("notice"), get("redacted"), lines, get("chars"),
-            get("bytes"), digests, get("edited"), strict=True,
+            get("bytes"), bodies, get("edited"), strict=True,
         )  # fmt: skip
+        # The extras (edited, marks, size) are set only where they are not the default:
+        # a node made by from_columns has no extras record.
         for row in rows:
-            node, path, root, start, end, media, most, secrets, stat, *shown = row
+            node, path, root, start, end, media, most, secrets, key, *shown = row
             placeholder, notice, redacted, n, chars, size, digest, edited = shown
             assert isinstance(node, TextNode)
-            node.path = _posix(path)
-            media = media or guess(node.path)[0] or "text/plain"
+            node.path = path = _posix(path)
+            media = media or guess(path)[0] or "text/plain"
             most = DEFAULT_MAX_BYTES if most is None else most
             node._spec = _shared_spec((roots[root], start, end, media, most, bool(secrets)))
-            node.edited = edited
-            node._set_marks(placeholder, notice, redacted)
-            node._n = n
-            node._set_stat(None if stat is None else pack_stat(*stat), size)
-            # nothing shown: nothing to read
-            node._body = "" if n == 0 else _unread(chars, digest)
+            if edited:
+                node.edited = True
+            if placeholder is not None or notice is not None or redacted is not None:
+                node._marks = (placeholder, notice, redacted)
+            node._n, node._stat = n, key
+            if size != (0 if key is None else _key_size(key)):  # as _set_stat keeps it
+                node._size = size
+            # nothing shown: nothing to read; else its length and digest (_DIGEST_BITS)
+            node._body = "" if n == 0 else chars << _DIGEST_BITS | digest
 
     def _materialize(self) -> str:
         """Read the text of a node restored from a snapshot. When the file no longer
@@ -1117,23 +1121,24 @@ def _stat_values(column: list[Any]) -> bool:
     return sizes_ok and min(mtimes) >= -_MTIME_OFFSET and max(mtimes) < _MTIME_OFFSET
 
 
-_LIST, _INT = frozenset({list}), frozenset({int})
+_LIST, _INT, _STR, _DIGEST_LENGTH = frozenset({list}), frozenset({int}), frozenset({str}), {32}
 _STRINGS, _INTS, _TEXTS = of_types(str), of_types(int, type(None)), of_types(str, type(None))
 _BOOLS = of_types(bool)
 
 
-def _digest_value(value: Any) -> bytes | None:
-    """The digest a snapshot's hex string names, or None when it is not one."""
-    if type(value) is not str or len(value) != 32:
-        return None
-    try:
-        return bytes.fromhex(value)
-    except ValueError:
-        return None
+_HEX = re.compile("[0-9a-fA-F]*")
 
 
-def _is_digest(value: bytes | None) -> bool:
-    return value is not None
+def _is_digest(value: Any) -> bool:
+    """Whether ``value`` is a snapshot's digest: 32 hex digits."""
+    return type(value) is str and len(value) == 32 and _HEX.fullmatch(value) is not None
+
+
+def _all_digests(column: list[Any]) -> bool:
+    """Whether :func:`_is_digest` takes every value of ``column``, tested at once."""
+    if not set(map(type, column)) <= _STR or not set(map(len, column)) <= _DIGEST_LENGTH:
+        return False
+    return _HEX.fullmatch("".join(column)) is not None
 
 
 def _fields(

@@ -38,10 +38,10 @@ import enum
 import operator
 import os
 import subprocess
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dagctx.watch.patterns import Pattern, compile_line
 
@@ -180,6 +180,11 @@ def tracked_files(root: Path) -> frozenset[str] | None:
     return frozenset(n for n in names if n)
 
 
+def _as_is(result: os.stat_result) -> os.stat_result:
+    """What :meth:`TreeFilter.walk` keeps of a file's ``os.lstat`` result by default."""
+    return result
+
+
 class TreeFilter:
     """The paths under ``root`` dagctx takes in (see the module docstring); paths are
     root-relative posix strings.
@@ -214,7 +219,8 @@ class TreeFilter:
         self.exclude = exclude
         self._root_prefix = str(root) + os.sep
         self._outputs = {Path(p).resolve() for p in ignore}
-        self._output_dirs: dict[str, bool] = {}  # directory → whether an output is there
+        # the directories holding an output, as strings (a walk asks once per directory)
+        self._output_parents = frozenset(str(o.parent) for o in self._outputs)
         self.repository = Repository.find(root)
         self._tracked: frozenset[str] = frozenset()
         self._tracked_dirs: frozenset[str] = frozenset()
@@ -366,13 +372,10 @@ class TreeFilter:
     def _outputs_in(self, rel_dir: str) -> bool:
         """Whether an ignored output (or its temporary files) can lie in the directory:
         one of them is there (:meth:`_is_output` asks only there; once per directory)."""
-        if not self._outputs:
+        parents = self._output_parents
+        if not parents:
             return False
-        held = self._output_dirs.get(rel_dir)
-        if held is None:
-            directory = self.root / rel_dir
-            held = self._output_dirs[rel_dir] = any(directory == o.parent for o in self._outputs)
-        return held
+        return (self._root_prefix + rel_dir if rel_dir else str(self.root)) in parents
 
     def _is_output(self, rel: str) -> bool:
         absolute = self.root / rel
@@ -411,7 +414,10 @@ class TreeFilter:
     # -- the scan's walk --------------------------------------------------------------
 
     def walk(
-        self, start: Path, stats: dict[str, os.stat_result | None] | None = None
+        self,
+        start: Path,
+        stats: dict[str, Any] | None = None,
+        measure: Callable[[os.stat_result], object] = _as_is,
     ) -> Iterator[tuple[str, bool]]:
         """Yield (root-relative posix path, is_dir) for every entry taken in under
         ``start`` (a directory under the root): a directory's files, then its
@@ -421,9 +427,11 @@ class TreeFilter:
 
         Each directory is listed through a descriptor of its own. With ``stats``, the
         files are not yielded (only the directories are, in the order of each listing):
-        each file's ``os.lstat`` result goes there under its path instead (None when it
-        cannot be stat-ed), taken by name relative to that descriptor, so no path from
-        the root is looked up again (a resume compares every file with the disk)."""
+        each file's ``os.lstat`` result, or what ``measure`` makes of it, goes there under
+        its path instead (None when it cannot be stat-ed), taken by name relative to that
+        descriptor, so no path from the root is looked up again (a resume compares every
+        file with the disk, and keeps of each its stat key, an int, not the stat result,
+        which the garbage collector would walk)."""
         rel_start = "" if start == self.root else start.relative_to(self.root).as_posix()
         stack: list[tuple[str, str]] = [(str(start), rel_start)]
         while stack:
@@ -436,7 +444,7 @@ class TreeFilter:
                 self.unreadable[rel_dir] = exc.strerror or str(exc)
                 continue
             try:
-                subdirs = yield from self._walk_directory(fd, directory, rel_dir, stats)
+                subdirs = yield from self._walk_directory(fd, directory, rel_dir, stats, measure)
             finally:
                 os.close(fd)
             stack.extend(reversed(subdirs))
@@ -448,7 +456,8 @@ class TreeFilter:
         fd: int,
         directory: str,
         rel_dir: str,
-        stats: dict[str, os.stat_result | None] | None,
+        stats: dict[str, Any] | None,
+        measure: Callable[[os.stat_result], object],
     ) -> Generator[tuple[str, bool], None, list[tuple[str, str]]]:
         """Yield the files :meth:`walk` takes in from the directory open as ``fd``;
         return its subdirectories to enter, as (path, root-relative path)."""
@@ -480,7 +489,7 @@ class TreeFilter:
                         yield rel, False
                         continue
                     try:
-                        stats[rel] = lstat(name, dir_fd=fd)
+                        stats[rel] = measure(lstat(name, dir_fd=fd))
                     except OSError:
                         stats[rel] = None
             elif entry.is_dir(follow_symlinks=False) and self.keeps_dir(rel):

@@ -49,7 +49,7 @@ from dagctx._fs import display_path
 from dagctx.errors import PathError
 from dagctx.nodes.base import Node, NodeState, TickFrequency
 from dagctx.nodes.group import GroupNode
-from dagctx.nodes.text import TextNode
+from dagctx.nodes.text import StatKey, TextNode, lstat_key
 from dagctx.watch.scan import NOT_TEXT, scan_tree
 from dagctx.watch.steering import NO_STEERING, Steering
 
@@ -86,6 +86,12 @@ def _ancestors(rel: str, top: str) -> list[str]:
         found.append(parent)
         parent = _parent(parent)
     return found[::-1]
+
+
+def _disk_key(lstat: os.stat_result) -> StatKey | None:
+    """The stat key of a file from its ``os.lstat`` result; None for a symlink (a
+    regular file when listed, replaced since), whose key is taken by its path."""
+    return None if stat.S_ISLNK(lstat.st_mode) else lstat_key(lstat)
 
 
 def _content_key(node: TextNode) -> tuple[str | None, str | None, bytes]:
@@ -314,25 +320,26 @@ class TreeTracker:
     def _survey(self, rel_dir: str, plan: ChangeSet) -> None:
         """Compare a directory on disk with its tracked nodes (everything below it)."""
         dirs: set[str] = set()
-        # each file of the tree and its lstat, taken by the walk (which yields the dirs)
-        files: dict[str, os.stat_result | None] = {}
+        # each file of the tree and its stat key from its lstat (None: to be stat-ed by
+        # its path, see _disk_key), taken by the walk (which yields the dirs)
+        files: dict[str, StatKey | None] = {}
         absolute = self.session.root / rel_dir
         if absolute.is_dir() and not absolute.is_symlink() and self.filter.keeps_dir(rel_dir):
             dirs.add(rel_dir)
-            dirs.update(rel for rel, _ in self.filter.walk(absolute, files))
+            dirs.update(rel for rel, _ in self.filter.walk(absolute, files, _disk_key))
         new_dirs = dirs - self.dirs.keys()
         if self.filter.include:  # as the scan: no group for a directory without files
             new_dirs &= {d for f in files for d in _ancestors(f, "")}
         plan.new_dirs.update(new_dirs)
         tracked, text_nodes, touched = self.files, self.session.text_nodes, plan.touched
-        for rel, lstat in files.items():  # every file of the tree at a resume: one lstat each
+        for rel, key in files.items():  # every file of the tree at a resume: one lstat each
             if rel not in tracked:
                 self._add_candidate(rel, plan)
-                continue
-            for node in text_nodes(rel):
-                if node.changed_on_disk(lstat):
+            elif key is None:
+                if any([node.changed_on_disk() for node in text_nodes(rel)]):
                     touched.add(rel)
-                    break
+            elif any([node.differs_from(key) for node in text_nodes(rel)]):
+                touched.add(rel)
         for rel in [r for r in self.files.keys() - files if _under(r, rel_dir)]:
             on_disk = (self.session.root / rel).is_file()
             (plan.dropped if on_disk else plan.deleted).add(rel)
