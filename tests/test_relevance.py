@@ -1744,6 +1744,37 @@ class TestDegradeOrder:
             fresh = DegradeOrder(layout)
             assert (list(order.block), list(order.low)) == (list(fresh.block), list(fresh.low))
 
+    @pytest.mark.parametrize(("before", "after"), [(5, 2**62), (2**62, 7), (2**62, -(2**61))])
+    def test_an_order_laid_out_again_keeps_keys_beyond_machine_integers(
+        self, before: int, after: int
+    ) -> None:
+        """An order laid out again from a kept one copies the kept one's machine
+        integers: a kept order in lists (a priority beyond them) or a node given such a
+        priority since gives the keys and slots of an order made from the nodes."""
+        from dagctx.graph import ContextGraph
+        from dagctx.nodes.group import GroupNode
+        from dagctx.projection.layout import Layout
+        from dagctx.projection.order import DegradeOrder
+
+        g = ContextGraph()
+        top = g.add(GroupNode("top"))
+        kids = [g.add(GroupNode(f"n{i}")) for i in range(12)]
+        g.extend(top, kids)
+        top.set_state(NodeState.DETAILS)
+        kids[3].priority = before
+        layout = Layout(g)
+        entry = {node.id: i for i, node in enumerate(layout.nodes)}
+        for i in range(len(layout)):
+            layout.level[i] = i % 3
+        kept = DegradeOrder(layout)
+        kids[3].priority = after
+        for i in range(len(layout)):
+            layout.level[i] = (i + 1) % 3
+        carried = DegradeOrder(layout, kept, [entry[kids[3].id]])
+        fresh = DegradeOrder(layout)
+        assert (list(carried.block), list(carried.low)) == (list(fresh.block), list(fresh.low))
+        assert list(carried.entry_at) == list(fresh.entry_at)
+
     @settings(max_examples=80, deadline=None)
     @given(
         parents=st.lists(st.integers(0, 40), min_size=1, max_size=40),

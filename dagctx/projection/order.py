@@ -22,7 +22,8 @@ change moves most files' levels, not their priority or recency) takes each file'
 the order it replaces with the level bits set anew, and makes only the keys of changed
 nodes and of containers (``kept``). An order holds each key as two machine integers, its
 block and the bits below (``array('q')``, not an int object of over 80 bits per entry;
-lists once one does not fit: a priority or a recency beyond 2**46).
+lists once one does not fit: a priority or a recency beyond 2**46); one laid out again
+copies the kept arrays at the new levels and splits only the keys it made.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, MutableSequence
-from itertools import chain, compress, repeat
+from itertools import compress, repeat
 from operator import and_, lshift, or_, rshift, sub
 
 from dagctx.projection.layout import Layout
@@ -90,11 +91,12 @@ class DegradeOrder:
         or priority since ``kept`` was keyed) keyed afresh: the same keys either way."""
         self.layout = layout
         self._pending: set[int] = set()  # keys moved by rekey, slots not given again yet
-        key = self._keys(kept, changed)
+        key, held = self._keys(kept, changed)
         # references (key -1) sort first and are left out
         ordered = sorted(range(len(key)), key=key.__getitem__)[self._references() :]
         keys = list(map(key.__getitem__, ordered))
-        self._hold(key)
+        if not held:
+            self._hold(key)
         blocks: list[tuple[int, list[int]]] = []
         lo = 0
         while lo < len(keys):  # a block ends before the first key of a greater block
@@ -108,16 +110,21 @@ class DegradeOrder:
         """How many of the layout's entries are references."""
         return sum(len(entries) for entries in self.layout.refs.values())
 
-    def _keys(self, kept: DegradeOrder | None, changed: Iterable[int]) -> list[int]:
+    def _keys(self, kept: DegradeOrder | None, changed: Iterable[int]) -> tuple[list[int], bool]:
         """Each entry's key (-1 for a reference): its own (:func:`own_key`; with
         ``kept``, a node's priority and recency bits are ``kept``'s but for the entries
         ``changed``), a container's the greater of its own and one more than its
-        greatest walk child's."""
+        greatest walk child's; and whether :attr:`block` and :attr:`low` hold them
+        already (with ``kept`` in machine integers: its arrays are copied at the new
+        levels and only the keys made afresh are split, instead of every key)."""
         layout = self.layout
         ref, nodes, level, end, parent = (
             layout.ref, layout.nodes, layout.level, layout.end, layout.parent,
         )  # fmt: skip
         n = len(ref)
+        block: array[int] | None = None
+        made: list[int] = []
+        refs: list[int] = []
         if kept is None:
             key = [  # own_key, inline
                 -1
@@ -128,18 +135,45 @@ class DegradeOrder:
             ]
         else:
             blocks = map(or_, map(and_, kept.block, repeat(_NOT_LEVEL_BLOCK)), level)
-            key = list(map(or_, map(lshift, blocks, repeat(PRIO_SHIFT)), kept.low))
-            containers = compress(range(n), map(sub, end, range(1, n + 1)))
-            for i in chain(changed, containers):
-                key[i] = own_key(layout, i)
-            for i in compress(range(n), ref):
+            try:
+                block = array("q", blocks)
+                low = array("q", kept.low)
+            except OverflowError:  # kept in lists: split each key again (_hold)
+                block = None
+                blocks = map(or_, map(and_, kept.block, repeat(_NOT_LEVEL_BLOCK)), level)
+            key = list(
+                map(
+                    or_,
+                    map(lshift, blocks if block is None else block, repeat(PRIO_SHIFT)),
+                    kept.low,
+                )
+            )
+            made = [*changed, *compress(range(n), map(sub, end, range(1, n + 1)))]
+            for i in made:  # own_key, inline
+                node = nodes[i]
+                key[i] = (((node.priority << LEVEL_BITS) + level[i]) << PRIO_SHIFT) + (
+                    node.seq << SEQ_SHIFT
+                )
+            refs = list(compress(range(n), ref))
+            for i in refs:
                 key[i] = -1
         # children come after their parent: each key is final when its parent reads it
-        # (a reference's, -1, is below any parent's)
+        # (a reference's, -1, is below any parent's); a parent is a container, in made
         for p, k in zip(reversed(parent), reversed(key), strict=True):
             if p >= 0 and k >= key[p]:
                 key[p] = k + 1
-        return key
+        if block is None:
+            return key, False
+        try:
+            for i in made:
+                k = key[i]
+                block[i], low[i] = k >> PRIO_SHIFT, k & _LOW
+        except OverflowError:
+            return key, False
+        for i in refs:
+            block[i], low[i] = -1, 0
+        self.block, self.low = block, low
+        return key, True
 
     def _hold(self, key: list[int]) -> None:
         """Keep ``key`` (each entry's; changed) as :attr:`block` and :attr:`low`, a
