@@ -939,3 +939,98 @@ class TestCompactOutline:
         src = TextNode("big.py", root=tmp_path).render(NodeState.SUMMARY)
         test = TextNode("tests/test_big.py", root=tmp_path).render(NodeState.SUMMARY)
         assert "more definitions" in src and len(test) < len(src) < 1200
+
+
+class TestFocusedOutline:
+    """An outline under a focus shows the definitions matching it first, with the ones
+    they are nested in (Outline.focused; TextNode.focused_summary picks them as the
+    focused cut matches them)."""
+
+    def test_a_late_nested_entry_is_kept_with_its_class_line(self) -> None:
+        o = outline("m.py", _big_module(6, 12))
+        wanted = next(k for k, e in enumerate(o.entries) if e.name == "method_5_10")
+        method, owner = o.entries[wanted], o.entries[o.entries[wanted].parent or 0]
+        line = f"  def method_5_10(self, value: int) -> int:  [L{method.start}-{method.end}]"
+        assert line not in o.compact(400)
+        lines = o.focused(400, [wanted])
+        assert lines is not None and sum(len(x) + 1 for x in lines) <= 400
+        at = lines.index(line)
+        assert f'class Thing5:  [L{owner.start}-{owner.end}]  "Thing number 5."' in lines[:at]
+        # the methods of Thing5 around it are marked as left out, by their line ranges
+        first, before, after = (o.entries[wanted + d] for d in (-10, -1, 1))
+        assert lines[at - 1] == f"  … 10 more definitions (lines {first.start}-{before.end})"
+        assert lines[at + 1] == f"  … 1 more definition (lines {after.start}-{after.end})"
+        shown = sum(1 for x in lines if "more definition" not in x)
+        markers = [x for x in lines if "more definition" in x]
+        assert shown + sum(int(x.split()[1]) for x in markers) == len(o.entries)
+
+    def test_entries_the_outline_shows_anyway_leave_it_as_it_is(self) -> None:
+        o = outline("m.py", _big_module(6, 12))
+        first_class = 0
+        assert o.focused(400, [first_class]) is None
+        assert o.focused(400, []) is None
+        assert outline("c.py", "A = 1\n").focused(400, [0]) is None  # no entries
+
+    def test_the_best_entries_come_first_while_they_fit(self) -> None:
+        o = outline("m.py", _big_module(6, 12))
+        names = {e.name: k for k, e in enumerate(o.entries)}
+        wanted = [names["method_5_11"], names["method_4_9"], names["method_3_7"]]
+        lines = o.focused(300, wanted)
+        assert lines is not None
+        text = "\n".join(lines)
+        assert "method_5_11" in text and "class Thing5" in text
+        assert "method_4_9" not in text  # no room left for the next one and its class
+        assert o.focused(200, wanted) is None  # not even the best one fits with its markers
+
+    @given(
+        classes=st.integers(1, 8),
+        methods=st.integers(0, 12),
+        cap=st.integers(0, 1200),
+        picks=st.lists(st.integers(0, 200), max_size=5),
+    )
+    @settings(max_examples=60, deadline=None)
+    def test_bounded_complete_and_the_same_where_nothing_changes(
+        self, classes: int, methods: int, cap: int, picks: list[int]
+    ) -> None:
+        o = outline("m.py", _big_module(classes, methods))
+        wanted = [p % len(o.entries) for p in picks]
+        lines = o.focused(cap, wanted)
+        if lines is None:
+            return
+        assert lines != o.compact(cap)
+        assert any(o.entries[k].signature in "\n".join(lines) for k in wanted)
+        total = sum(len(x) + 1 for x in lines)
+        assert total <= cap or (len(lines) == 1 and lines[0].startswith("… "))
+        markers = [x for x in lines if "more definition" in x]
+        assert len(lines) - len(markers) + sum(int(x.split()[1]) for x in markers) == len(o.entries)
+
+
+def _three_line_methods(classes: int, methods: int) -> str:
+    """:func:`_big_module` with methods of three lines (a focused cut's parts)."""
+    return _big_module(classes, methods).replace(
+        "        return value\n", "        value += 1\n        return value\n"
+    )
+
+
+class TestFocusedSummary:
+    def test_a_focus_naming_a_late_method_shows_it_with_its_class(self, tmp_path: Path) -> None:
+        (tmp_path / "big.py").write_text(_three_line_methods(6, 12))
+        node = TextNode("big.py", root=tmp_path)
+        plain = node.render(NodeState.SUMMARY)
+        assert "method_5_10" not in plain
+        focused = node.focused_summary("fix method_5_10 returning the wrong value")
+        assert focused is not None
+        assert focused.split("\n")[:2] == plain.split("\n")[:2]  # same header
+        assert "\nclass Thing5:  [L" in focused and "\n  def method_5_10(self" in focused
+        assert focused.index("class Thing5") < focused.index("def method_5_10")
+        assert len(focused) < 1200 and "more definitions" in focused
+
+    def test_no_match_or_a_match_shown_anyway_is_the_outline_without_a_focus(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "big.py").write_text(_three_line_methods(6, 12))
+        node = TextNode("big.py", root=tmp_path)
+        assert node.focused_summary("unrelated words entirely") is None
+        assert node.focused_summary("Thing0 method_0_0") is None  # shown without a focus
+        (tmp_path / "small.py").write_text("def method_5_10(x):\n    x += 1\n    return x\n")
+        assert TextNode("small.py", root=tmp_path).focused_summary("method_5_10") is None

@@ -388,6 +388,11 @@ class MarkdownNode(TextNode):
         shows, never by the outline of the whole file (its sections are cut on their own)."""
         return 0
 
+    def focused_summary(self, focus: str) -> str | None:
+        """None: the outline at SUMMARY is the tree of section headings whatever the focus
+        (its sections are nodes of their own, each ranked by the focus)."""
+        return None
+
     def render_cut(self, state: NodeState, keep: int) -> str:
         """The header and the first ``keep`` preamble lines, fenced (ALL: after the
         outline)."""

@@ -33,7 +33,10 @@ offline edits shows every file where a cold start would.
 SUMMARY shows the file's outline from :func:`dagctx.outline.outline` (definitions with
 signatures, line ranges and docstring first lines; headings; top-level keys), compacted to
 :func:`~dagctx.outline.kinds.outline_chars` for its kind of file (top-level definitions
-first, the rest marked as left out), or its first 5 lines when the outline is empty.
+first, the rest marked as left out), or its first 5 lines when the outline is empty. For
+a focus, :meth:`TextNode.focused_summary` gives the outline that keeps first the
+definitions the focused cut matches best (with the ones they are nested in), where that
+is not the outline without a focus; the projection shows it.
 Outlines are not held by the nodes: the most recently used :data:`OUTLINES_KEPT` are kept
 in one cache keyed by path, first line and a digest of the content, so a render of an
 unchanged file does not parse it again while it is among those, and a tree of 10,000
@@ -76,7 +79,7 @@ from dagctx._lines import split_lines
 from dagctx._plural import counted
 from dagctx._quote import fence, inline
 from dagctx._secrets import describe, redact, secret_file_reason
-from dagctx._words import terms, tokenize
+from dagctx._words import terms, tokenize, words
 from dagctx.errors import GraphError
 from dagctx.nodes.base import (
     Extra,
@@ -89,7 +92,7 @@ from dagctx.nodes.base import (
     column_error,
     of_types,
 )
-from dagctx.outline import outline
+from dagctx.outline import Outline, outline
 from dagctx.outline.cut import Cut, Ladder, partition
 from dagctx.outline.kinds import outline_chars
 
@@ -223,10 +226,16 @@ def stat_key(path: str) -> StatKey | None:
 # path, first line, content digest → outline text; insertion order is recency of use
 _outlines: dict[tuple[str, int, bytes], str] = {}
 _outlines_lock = threading.Lock()
-# the same key → the file's cut units (None: no outline), and with a focus → its ladder
-_cuts: dict[tuple[str, int, bytes], Cut | None] = {}
+# the same key → the file's outline and cut units (None: no outline entries), and with a
+# focus → its ladder; with the entries matching a focus → its outline keeping them first
+_cuts: dict[tuple[str, int, bytes], tuple[Outline, Cut | None]] = {}
 _ladders: dict[tuple[str, int, bytes, str | None], Ladder] = {}
+_focused: dict[tuple[str, int, bytes, tuple[int, ...]], str | None] = {}
 _NAMED = 4  # definitions named in the note under a focused cut
+#: Definitions the focus names that a focused outline shows before others, at most; a
+#: name more definitions of the file share than this names none of them (a changelog's
+#: "### Fixed", an adapter's ``read``)
+OUTLINE_HITS = 4
 NAME_MATCH, REFERENCE = 3.0, 1.0  # a focus term in a definition's name; a use of one
 _K1, _B = 1.2, 0.75  # BM25's term saturation and length normalization, over a file's units
 _K = TypeVar("_K")
@@ -252,6 +261,21 @@ def _recent(cache: dict[_K, _V], key: _K, make: Callable[[], _V]) -> _V:
 def _digest(text: str) -> bytes:
     """The digest a node keeps of the text it shows (the cache keys' and the snapshot's)."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _named(name: str, focus: set[str]) -> bool:
+    """Whether a focus of the terms ``focus`` names ``name``: each of its words (but stop
+    words) is a term of the focus, or each part of it for a compound identifier
+    (``restore_snapshot`` for "restore the snapshot"), and it has one."""
+    found = False
+    for word in words(name):
+        parts = terms(word)
+        if not parts:
+            continue
+        if parts[0] not in focus and not (len(parts) > 1 and focus.issuperset(parts[1:])):
+            return False
+        found = True
+    return found
 
 
 def _edited(data: dict[str, Any]) -> bool:
@@ -726,7 +750,7 @@ class TextNode(Node):
         if state == NodeState.SUMMARY:
             shown = self._outline_text()
             if shown:
-                return f"{self._header()}\n({counted(n, 'line')}; outline)\n{fence(shown)}"
+                return self._summary(shown)
             first = self._first_lines(5)
             head = f"{self._header()}\n({counted(n, 'line')}; first {len(first)})"
             return f"{head}\n{self._fence(chr(10).join(first))}"
@@ -750,6 +774,53 @@ class TextNode(Node):
             while len(_outlines) > OUTLINES_KEPT:
                 del _outlines[next(iter(_outlines))]
         return shown
+
+    def _summary(self, shown: str) -> str:
+        """The render at SUMMARY of the outline text ``shown``."""
+        return f"{self._header()}\n({counted(self._n, 'line')}; outline)\n{fence(shown)}"
+
+    def focused_summary(self, focus: str) -> str | None:
+        """The render at SUMMARY for ``focus`` where its outline is not the one without a
+        focus (:meth:`render_state`): the outline shows first the definitions the focus
+        names (each word of the name a word of the focus: ``aclose``, ``_send_handling_
+        redirects``, not ``_get_client_nonce`` for a focus saying "client"; a name at most
+        :data:`OUTLINE_HITS` definitions of the file share) among those its focused cut
+        matches, best first as the cut shows them in full (at most
+        :data:`OUTLINE_HITS`), each with the definitions it is nested in, and the rest as
+        the outline without a focus takes them, every run of left-out definitions marked
+        (:meth:`dagctx.outline.Outline.focused`). None where that outline would be the same
+        (no definition is named, or the outline shows each one anyway), for a placeholder
+        and without outline entries. The outline is kept in a cache like the cuts',
+        keyed by the definitions it keeps first."""
+        if self.placeholder is not None or self._n <= 0:
+            return None
+        made, cut = self._parsed()
+        if cut is None:
+            return None
+        ladder = self._ladder(cut, focus)
+        wanted = set(terms(focus))
+        shared = Counter(e.name for e in made.entries)
+        hits: list[int] = []
+        for u in ladder.order[: ladder.hits]:
+            unit = cut.units[u]
+            if (
+                unit.entry >= 0
+                and shared[unit.name] <= OUTLINE_HITS
+                and _named(unit.name, wanted)
+                and unit.entry not in hits
+            ):
+                hits.append(unit.entry)
+                if len(hits) == OUTLINE_HITS:
+                    break
+        if not hits:
+            return None
+
+        def make() -> str | None:
+            lines = made.focused(outline_chars(self.path), hits)
+            return None if lines is None else "\n".join(lines)
+
+        shown = _recent(_focused, (*self._content_key(), tuple(hits)), make)
+        return None if shown is None else self._summary(shown)
 
     def least_chars(self, state: NodeState) -> int | None:
         """The length of the text shown (known while it is not read yet, for a node
@@ -793,11 +864,17 @@ class TextNode(Node):
 
     def _units(self) -> Cut | None:
         """The file's cut units (:func:`dagctx.outline.cut.partition`; None without
-        outline entries), from the shared cache of recent ones or made and put there."""
+        outline entries)."""
+        return self._parsed()[1]
+
+    def _parsed(self) -> tuple[Outline, Cut | None]:
+        """The file's outline and its cut units (None without outline entries), from the
+        shared cache of recent ones or made and put there."""
         first = self.start_line or 1
 
-        def make() -> Cut | None:
-            return partition(outline(self.path, self._text, first_line=first), self.lines, first)
+        def make() -> tuple[Outline, Cut | None]:
+            made = outline(self.path, self._text, first_line=first)
+            return made, partition(made, self.lines, first)
 
         return _recent(_cuts, self._content_key(), make)
 

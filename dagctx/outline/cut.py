@@ -53,13 +53,16 @@ _COMMENTS: dict[str, tuple[str, ...]] = {
 class Unit:
     """Lines ``start``..``end`` (0-based indexes into the lines, inclusive), shown whole or
     elided whole. ``kind`` is ``"head"`` (the file's head), ``"entry"`` (a definition:
-    ``name`` and ``label`` from its outline entry) or ``"lines"`` (anything else)."""
+    ``name`` and ``label`` from its outline entry) or ``"lines"`` (anything else).
+    ``entry`` is the index in the outline's entries of the definition a unit of kind
+    ``"entry"`` is, -1 for the others."""
 
     start: int
     end: int
     kind: str
     name: str = ""
     label: str = ""
+    entry: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +299,7 @@ def _within(
         _gap(at, top - 1, lines, units, head=parent is None and at == 0 and not units)
         if not inner:
             if end - top + 1 >= MIN_LINES:
-                units.append(Unit(top, end, "entry", e.name, _label(e)))
+                units.append(Unit(top, end, "entry", e.name, _label(e), k))
         else:
             body = entries[inner[0]].start - first
             if body - start > HEAD_LINES:  # a long head: to its signature, then a unit

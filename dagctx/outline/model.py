@@ -5,6 +5,7 @@ Owns how an outline reads as text. Imports nothing from dagctx.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 SIGNATURE_CHARS = 160  # a signature longer than this is cut with "…"
@@ -86,54 +87,100 @@ class Outline:
     def compact(self, max_chars: int) -> list[str]:
         """The outline in at most ``max_chars`` characters, the markers of what is left out
         included: the file's :attr:`doc` line when it leaves room for a line of an entry
-        or a marker, then a line of :meth:`_compact` for the largest share of entry lines
+        or a marker, then a line of :meth:`_lines` for the largest share of entry lines
         whose whole text fits (when not even the one marker of all entries fits, that
         marker). Empty when there are no entries.
         """
-        if not self.entries:
-            return []
-        head = self._head()
-        if head and _chars(head) + _chars(self._compact(0)) <= max_chars:
-            return head + self._fit(max_chars - _chars(head))
-        return self._fit(max_chars)
+        return self._outline(max_chars, ())[0]
 
-    def _fit(self, max_chars: int) -> list[str]:
-        """The entry lines and markers of :meth:`compact` in at most ``max_chars``."""
-        lines = self._compact(max_chars)
+    def focused(self, max_chars: int, wanted: Sequence[int]) -> list[str] | None:
+        """The outline in at most ``max_chars`` characters (as :meth:`compact`) that shows
+        the entries at the indexes ``wanted`` (best first: those matching a focus) before
+        any other, each with the entries it is nested in, as many of them as fit; the
+        rest as :meth:`compact` takes them. None when that shows none of them that
+        :meth:`compact` does not show (then it is that outline: every one is shown anyway,
+        or none fits) or there are no entries."""
+        lines, changed = self._outline(max_chars, tuple(wanted))
+        return lines if changed else None
+
+    def _outline(self, max_chars: int, wanted: tuple[int, ...]) -> tuple[list[str], bool]:
+        """(:meth:`focused`'s lines, or :meth:`compact`'s when it shows every entry of
+        ``wanted``; whether they are :meth:`focused`'s)."""
+        if not self.entries:
+            return [], False
+        head = self._head()
+        rows = [_line(e) if e.depth == 0 else _line(e, doc=False) for e in self.entries]
+        least = self._lines(self._choose(rows, 0, ()), rows)  # the marker of every entry
+        if head and _chars(head) + _chars(least) <= max_chars:
+            max_chars -= _chars(head)
+        else:
+            head = []
+        lines, shown = self._fit(rows, max_chars, ())
+        if wanted and not all(shown[k] for k in wanted):
+            focused, kept = self._fit(rows, max_chars, wanted)
+            if any(kept[k] and not shown[k] for k in wanted):
+                return head + focused + self._partial(), True
+        return head + lines + self._partial(), False
+
+    def _fit(
+        self, rows: list[str], max_chars: int, wanted: tuple[int, ...]
+    ) -> tuple[list[str], list[bool]]:
+        """The entry lines and markers of :meth:`_outline` in at most ``max_chars``, and
+        which entries they show: the most entry characters (``rows`` are the entries'
+        lines) whose lines and markers fit."""
+        shown = self._choose(rows, max_chars, wanted)
+        lines = self._lines(shown, rows)
         if _chars(lines) <= max_chars:
-            return lines + self._partial()
+            return lines, shown
         low, high = 0, max_chars  # entry characters: the most whose lines and markers fit
         while low < high:
             middle = (low + high + 1) // 2
-            if _chars(self._compact(middle)) <= max_chars:
+            if _chars(self._lines(self._choose(rows, middle, wanted), rows)) <= max_chars:
                 low = middle
             else:
                 high = middle - 1
-        return self._compact(low) + self._partial()
+        shown = self._choose(rows, low, wanted)
+        return self._lines(shown, rows), shown
 
-    def _compact(self, max_chars: int) -> list[str]:
-        """The outline lines whose entry lines take at most ``max_chars`` characters,
-        markers apart.
+    def _choose(self, rows: list[str], max_chars: int, wanted: tuple[int, ...]) -> list[bool]:
+        """Which entries are shown when their lines (``rows``) take at most ``max_chars``
+        characters, markers apart.
 
-        Entries are taken level by level — every top-level definition in source order
-        first, then what they nest, one level at a time — each while its line fits
-        (an entry whose line does not fit is skipped, and with it what it nests); nested
-        entries are shown without their doc line. The lines come out in source order;
-        each run of left-out siblings (with what they nest) becomes one line at their
-        indentation, ``… N more definitions (lines a-b)``.
+        First each entry of ``wanted`` in turn with the entries it is nested in, while
+        their lines fit; then level by level — every top-level definition in source order
+        first, then what they nest, one level at a time — each while its line fits (an
+        entry whose line does not fit is skipped, and with it what it nests). Nested
+        entries are shown without their doc line (``rows`` has them so).
         """
         entries = self.entries
-        lines = [_line(e) if e.depth == 0 else _line(e, doc=False) for e in entries]
         shown = [False] * len(entries)
         used = 0
+        for k in wanted:
+            chain: list[int] = []
+            at: int | None = k
+            while at is not None and not shown[at]:
+                chain.append(at)
+                at = entries[at].parent
+            cost = sum(len(rows[j]) + 1 for j in chain)
+            if chain and used + cost <= max_chars:
+                for j in chain:
+                    shown[j] = True
+                used += cost
         for depth in range(max((e.depth for e in entries), default=-1) + 1):
             for k, e in enumerate(entries):
-                if e.depth != depth or (e.parent is not None and not shown[e.parent]):
+                if e.depth != depth or shown[k] or (e.parent is not None and not shown[e.parent]):
                     continue
-                cost = len(lines[k]) + 1
+                cost = len(rows[k]) + 1
                 if used + cost <= max_chars:
                     shown[k] = True
                     used += cost
+        return shown
+
+    def _lines(self, shown: list[bool], rows: list[str]) -> list[str]:
+        """The outline lines of the entries ``shown`` (their ``rows``), in source order;
+        each run of left-out siblings (with what they nest) becomes one line at their
+        indentation, ``… N more definitions (lines a-b)``."""
+        entries = self.entries
         out: list[str] = []
         run: list[int] = []  # the current run of left-out entries (their subtrees included)
 
@@ -151,7 +198,7 @@ class Outline:
         for k, e in enumerate(entries):
             if shown[k]:
                 close()
-                out.append(lines[k])
+                out.append(rows[k])
                 continue
             if run and e.parent is not None and not shown[e.parent]:
                 run.append(k)  # nested in a left-out entry: part of its run

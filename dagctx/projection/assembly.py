@@ -99,6 +99,7 @@ class Body:
         "sections",
         "shown",
         "sizes",
+        "stale",
         "tail",
         "text",
         "tokens",
@@ -123,6 +124,9 @@ class Body:
         self.unsafe = 0  # shown sections with an unsafe start (sections.unsafe_start)
         self.moved = True  # whether the last update showed or hid any entry
         self.valid = False
+        # entries whose text may differ from the one shown though their section is the
+        # same (an outline for a new focus): the next patch renders them again
+        self.stale: set[int] = set()
 
     def rebuild(self, n: int, section: Callable[[int], tuple[Shown, int]]) -> None:
         """Recompute every entry (a new layout, or after an exceptional assembly);
@@ -166,9 +170,11 @@ class Body:
         -1): a section replaced by one with the same text (a container's new version
         after a change below it) does not count, so the text before that index is the
         previous turn's. The stable band's text is made again from the old one's pieces
-        between the entries that changed and the new texts of those."""
+        between the entries that changed and the new texts of those. An entry of
+        :attr:`stale` is rendered again even when its section is the one shown."""
         first = -1
         self.moved = False
+        stale, self.stale = self.stale, set()
         sections, sizes, old, chars = self.sections, self.sizes, self.text, self.chars
         end = chars.prefix(chars.n)  # the old stable band's length
         pieces: list[str] = []  # the new stable band: the old one's pieces, new texts
@@ -179,13 +185,13 @@ class Body:
             where = self.shown[i]
             if where >= 2:
                 old_section = self.tail[i][0]
-                if new == old_section:
+                if new == old_section and i not in stale:
                     continue
                 self._drop_tail(i)
             elif where == 1:
                 k = self.count.prefix(i)
                 old_section = sections[k]
-                if new == old_section:
+                if new == old_section and i not in stale:
                     continue
                 at, size = chars.prefix(i) - grown, sizes[k]
                 pieces.append(old[done:at])

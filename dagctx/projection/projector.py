@@ -19,7 +19,11 @@ as changed (a plan whose focus was set or cleared is rebuilt;
 of most files (a new focus) build the plan again from the kept one
 (:meth:`~dagctx.projection.allocation.Allocation.moves_many`; ``previous``): its counts,
 states and search-tree leaves are taken over, the degrade order laid out again, and the
-shown sections are patched, not assembled afresh. When a first focus left the
+shown sections are patched, not assembled afresh. A new focus also names the files whose
+outline was counted and may read otherwise under it
+(:meth:`~dagctx.projection.sections.SectionCache.refocus`): each plan takes them as
+changed (counted again where the outline reads otherwise, rendered again where shown).
+When a first focus left the
 reference graph to be read later (:attr:`~dagctx.projection.relevance.Relevance.later`),
 the worker reading it is started once the projection is made, and the next projection
 levels every entry with it and rebuilds the plans.
@@ -97,6 +101,7 @@ class Projector:
         "_mark",
         "_plans",
         "_prio_shared",
+        "_recounted",
         "_releveled",
         "_settled",
         "_talk",
@@ -120,6 +125,8 @@ class Projector:
         self.relevance = Relevance()
         # (trace position, entries whose relevance level changed then without a trace)
         self._releveled: list[tuple[int, list[int]]] = []
+        # (trace position, entries whose outline may read otherwise since, for a new focus)
+        self._recounted: list[tuple[int, list[int]]] = []
         self._lock = threading.Lock()
         self._key = ""  # the cache key of the projection being built
         # the tokens of each entry's section at its requested state, for the entries
@@ -141,7 +148,9 @@ class Projector:
         hidden = (graph.get(nid) for nid in layout.hidden if nid in graph)
         self.relevance.find_focus(layout, hidden)
         self.relevance.level_all(layout)
+        self.cache.refocus(self.relevance.focus, self.relevance.mentions)
         self._releveled.clear()
+        self._recounted.clear()
         nodes, ref = layout.nodes, layout.ref
         self.labels = [("" if ref[i] else inline(n.label())) for i, n in enumerate(nodes)]
         self.prio = [(0 if ref[i] else n.priority) for i, n in enumerate(nodes)]
@@ -219,14 +228,27 @@ class Projector:
                 relevance.level_all(layout)
                 self._plans.clear()
                 self._releveled.clear()
+                self._recounted.clear()
             elif moved:
                 self._releveled.append((self._mark, moved))
+            outlined = self._refocus_outlines(layout)
+            if outlined and self._plans:
+                self._recounted.append((self._mark, outlined))
+            self._hold(outlined)
         elif changed:
             moved = relevance.relevel(layout, changed)
             if moved:
                 self._releveled.append((self._mark, moved))
         self._hold(changed)
         return self._take_later(layout) if later and relevance.later else layout
+
+    def _refocus_outlines(self, layout: Layout) -> list[int]:
+        """Have the section cache render outlines for the focus in effect; returns the
+        entries whose outline was counted and may read otherwise now
+        (:meth:`SectionCache.refocus`), which each plan counts again as changed."""
+        relevance, first = self.relevance, layout.first
+        ids = self.cache.refocus(relevance.focus, relevance.mentions)
+        return sorted(first[nid] for nid in ids if nid in first)
 
     def _take_later(self, layout: Layout) -> Layout:
         """Level every entry with the reference graph read since the last projection
@@ -267,6 +289,10 @@ class Projector:
         if plan is not None and traces.start <= plan.mark <= len(traces):
             first = layout.first
             traced = {first[t.node_id] for t in traces.since(plan.mark) if t.node_id in first}
+            for mark, outlined in self._recounted:
+                if mark > plan.mark:
+                    traced.update(outlined)
+                    plan.body.stale.update(outlined)
             changed = set(traced)
             for mark, moved in self._releveled:
                 if mark > plan.mark:
@@ -302,10 +328,11 @@ class Projector:
         )
 
     def _prune_releveled(self) -> None:
-        """Forget the level changes every kept plan has accounted for."""
-        if self._releveled:
+        """Forget the level and outline changes every kept plan has accounted for."""
+        if self._releveled or self._recounted:
             oldest = min(p.mark for p in self._plans.values())
             self._releveled = [(m, moved) for m, moved in self._releveled if m > oldest]
+            self._recounted = [(m, moved) for m, moved in self._recounted if m > oldest]
 
     def _project(
         self, budget: int, changes: Sequence[Trace], previous: Projection | None

@@ -500,6 +500,7 @@ class Relevance:
         "_named",
         "_paths",
         "_pending",
+        "_query",
         "_ranked",
         "_recent",
         "_refs",
@@ -523,6 +524,7 @@ class Relevance:
         # the changed files (None: not built since the last full scoring)
         self._ranked: list[tuple[float, str]] | None = None
         self._weights: dict[str, tuple[float, float]] = {}  # the query's, at the last scoring
+        self._query: tuple[str | None, frozenset[str]] = (None, frozenset())  # focus, terms
         self._rescored_all = True  # whether the last scoring scored every file
         # node id → version * TIERS + tier: an int below 256 (no object of its own) while
         # the version is below 12, where a (version, tier) tuple costs 64 bytes per file
@@ -580,6 +582,21 @@ class Relevance:
                             del named[term]
             self._paths = paths
         return any(term in self._named for term in terms(text) if term not in CHAT_TERMS)
+
+    def mentions(self, node_id: str) -> bool:
+        """Whether the content of the text file ``node_id`` holds a term of the focus, as
+        the BM25 index read it (at the version the levels are for): False without a
+        focus, True for a file the index does not hold."""
+        focus = self.focus
+        if focus is None:
+            return False
+        doc = self._index.docs.get(node_id) if self._index is not None else None
+        if doc is None:
+            return True
+        if self._query[0] != focus:
+            self._query = (focus, frozenset(terms(focus)))
+        counts = doc[1]
+        return any(term in counts for term in self._query[1])
 
     # -- levels -------------------------------------------------------------------------
 

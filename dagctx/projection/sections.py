@@ -29,6 +29,15 @@ Counts are kept for every state a node was measured at; rendered text is not kep
 projection keeps the text of the sections it shows). Texts rendered while counting are
 parked until :meth:`SectionCache.release`, so a section counted and then shown in the same
 projection is rendered once.
+
+With a focus (:meth:`SectionCache.refocus`), a text file's outline (SUMMARY) keeps the
+definitions matching it first (:meth:`~dagctx.nodes.text.TextNode.focused_summary`)
+where that changes it: such an outline is made once per node version and focus, and
+counted once per text (the counts of recent ones are kept, so focuses taken again are
+not counted again); a file whose content holds no word of the focus, or whose outline
+shows the matching definitions anyway, has its outline without a focus and that count.
+A new focus names the files whose outline was counted and may read otherwise now, for
+the projector to count again: only those whose outline reads otherwise are.
 """
 
 from __future__ import annotations
@@ -38,12 +47,16 @@ from typing import TYPE_CHECKING
 
 from dagctx._quote import inline
 from dagctx.nodes.base import Node, NodeState
+from dagctx.nodes.text import TextNode
 from dagctx.tokens import TokenCounter
 
 if TYPE_CHECKING:
     import tiktoken
 
 _STATES = tuple(NodeState)
+_SUMMARY = int(NodeState.SUMMARY)
+#: Counts of focused outlines kept (most recently used), by node and text.
+OUTLINE_COUNTS_KEPT = 1024
 
 _CL100K = (
     r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+"
@@ -119,9 +132,14 @@ class SectionCache:
     """
 
     __slots__ = (
+        "_asked",
         "_counts",
         "_extra",
+        "_focus",
+        "_mentions",
+        "_outline_counts",
         "_parked",
+        "_variants",
         "counter",
         "junction",
         "projector",
@@ -140,6 +158,90 @@ class SectionCache:
         self.renders_at = [0] * len(_STATES)
         #: The incremental projector of the graph this cache serves (set by it).
         self.projector: object | None = None
+        self._focus: str | None = None  # what outlines are rendered for (refocus)
+        self._mentions: Callable[[str], bool] | None = None
+        # node id → (version, its focused outline's section text; None: the one without)
+        self._variants: dict[str, tuple[int, str | None]] = {}
+        self._outline_counts: dict[tuple[str, str], int] = {}  # (node id, text) → count
+        self._asked: set[str] = set()  # text nodes whose outline's count was handed out
+
+    def refocus(
+        self, focus: str | None, mentions: Callable[[str], bool] | None = None
+    ) -> list[str]:
+        """Render text files' outlines for ``focus`` from now on; ``mentions(node_id)``
+        tells whether a file's content holds a word of it (one that holds none has its
+        outline without a focus; None: any may). Returns the ids of the text nodes whose
+        outline's count was handed out and may read otherwise now: those whose outline
+        was a focused one and those whose content holds a word of the new focus (none
+        when ``focus`` is the one in effect)."""
+        if focus == self._focus:
+            self._mentions = mentions
+            return []
+        variants = self._variants
+        moved = [
+            nid
+            for nid in self._asked
+            if (nid in variants and variants[nid][1] is not None)
+            or (focus is not None and (mentions is None or mentions(nid)))
+        ]
+        self._focus, self._mentions, self._variants = focus, mentions, {}
+        self._parked = {key: text for key, text in self._parked.items() if key[2] != _SUMMARY}
+        return moved
+
+    def _variant(self, node: Node) -> str | None:
+        """The section text of ``node`` at SUMMARY for the focus in effect where it is not
+        the one without a focus (:meth:`TextNode.focused_summary`), else None; made once
+        per node version and focus."""
+        focus = self._focus
+        if focus is None or not isinstance(node, TextNode):
+            return None
+        nid = node.id
+        known = self._variants.get(nid)
+        if known is not None and known[0] == node.version:
+            return known[1]
+        text = None
+        if self._mentions is None or self._mentions(nid):
+            rendered = node.focused_summary(focus)
+            if rendered is not None:
+                text = section_text(rendered)
+                self.renders += 1
+                self.renders_at[_SUMMARY] += 1
+        self._variants[nid] = (node.version, text)
+        return text
+
+    def _outline_tokens(self, node_id: str, text: str) -> int:
+        """The count of the focused outline section ``text`` of ``node_id``: kept, or
+        counted now and kept (the :data:`OUTLINE_COUNTS_KEPT` most recent)."""
+        counts = self._outline_counts
+        key = (node_id, text)
+        count = counts.pop(key, None)
+        if count is None:
+            count = self.count(text, remember=False)
+        counts[key] = count
+        if len(counts) > OUTLINE_COUNTS_KEPT:
+            del counts[next(iter(counts))]
+        return count
+
+    def _summary_counted(self, node: TextNode, packed: int | None) -> int:
+        """:meth:`counted` of a text node at SUMMARY (``packed``: its counts): with a
+        focus in effect, -1 while its outline for the focus is not known without making
+        it."""
+        version = node.version
+        plain = -1  # the count of its outline without a focus
+        if packed is not None and packed >> _VERSION == version:
+            plain = ((packed >> _FIELD) & _MASK) - 1
+        count = plain
+        if self._focus is not None:
+            known = self._variants.get(node.id)
+            if known is None or known[0] != version:
+                if plain < 0 or self._mentions is None or self._mentions(node.id):
+                    return -1  # its outline for the focus is to be made
+                self._variants[node.id] = (version, None)  # as without a focus
+            elif known[1] is not None:
+                count = self._outline_counts.get((node.id, known[1]), -1)
+        if count >= 0:
+            self._asked.add(node.id)
+        return count
 
     def _known(self, node: Node, state: int) -> int:
         """The stored count of ``node`` at visible ``state``, or -1."""
@@ -159,17 +261,24 @@ class SectionCache:
         self._counts[node.id] = packed & ~(_MASK << shift) | (min(count, _MASK - 1) + 1) << shift
 
     def _render(self, node: Node, state: int) -> str:
+        if state == _SUMMARY and self._focus is not None:
+            text = self._variant(node)
+            if text is not None:
+                return text
         self.renders += 1
         self.renders_at[state] += 1
         return section_text(node.render(_STATES[state]))
 
     def counted(self, node: Node, state: int) -> int:
         """The count of ``node``'s section at ``state`` if it is known (-1: not counted
-        yet for this version; 0 when HIDDEN). :meth:`_known`, inline: the allocation
-        asks this of most files at each focus change."""
+        yet for this version, or a text file's outline whose form for the focus in effect
+        is not known yet; 0 when HIDDEN). :meth:`_known`, inline: the allocation asks
+        this of most files at each focus change."""
         if not state:  # HIDDEN
             return 0
         packed = self._counts.get(node.id)
+        if state == _SUMMARY and isinstance(node, TextNode):
+            return self._summary_counted(node, packed)
         if packed is None or packed >> _VERSION != node.version:
             return -1
         return ((packed >> (_FIELD * (state - 1))) & _MASK) - 1
@@ -180,6 +289,8 @@ class SectionCache:
         than ``min_chars`` (count it instead). The render is parked like a counted one;
         a node that knows a long enough lower bound on its render's length without
         rendering (:meth:`~dagctx.nodes.base.Node.least_chars`) is not rendered."""
+        if state == _SUMMARY and isinstance(node, TextNode):
+            self._asked.add(node.id)
         key = (node.id, node.version, state)
         text = self._parked.get(key)
         if text is None:
@@ -195,6 +306,11 @@ class SectionCache:
         """Token count of ``node``'s section at ``state`` (0 when HIDDEN)."""
         if state == NodeState.HIDDEN:
             return 0
+        if state == _SUMMARY and isinstance(node, TextNode):
+            self._asked.add(node.id)
+            text = self._variant(node)
+            if text is not None:
+                return self._outline_tokens(node.id, text)
         count = self._known(node, state)
         if count < 0:
             key = (node.id, node.version, state)
@@ -226,6 +342,12 @@ class SectionCache:
         """Count the sections of many (node, state) pairs at once, in parallel batches."""
         todo: list[tuple[Node, int, tuple[str, int, int], str]] = []
         for node, state in pairs:
+            if state == _SUMMARY and isinstance(node, TextNode):
+                self._asked.add(node.id)
+                text = self._variant(node)
+                if text is not None:
+                    self._outline_tokens(node.id, text)
+                    continue
             if state == NodeState.HIDDEN or self._known(node, state) >= 0:
                 continue
             key = (node.id, node.version, state)
@@ -299,6 +421,8 @@ class SectionCache:
     def forget(self, node_id: str) -> None:
         """Drop what is cached for a node (it left the graph)."""
         self._counts.pop(node_id, None)
+        self._variants.pop(node_id, None)
+        self._asked.discard(node_id)
 
     def __len__(self) -> int:
         return len(self._counts)
