@@ -117,6 +117,46 @@ class TestDumpLoad:
             assert "cycle" in str(caught.value)
         assert len(fresh) == 0 and fresh.clock == 0
 
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.integers(0, 40), min_size=1, max_size=60))
+    def test_a_forest_loads_as_linked_one_edge_at_a_time(self, picks: list[int]) -> None:
+        """A forest (each node one parent at most: a watched tree) is loaded in bulk:
+        the same orders, rows and shared tuples of parents as linking edge by edge."""
+        g = ContextGraph()
+        nodes = [g.add(GroupNode(f"g{i}")) for i in range(len(picks) + 1)]
+        for i, pick in enumerate(picks, start=1):  # node i under an earlier node
+            g.link(nodes[pick % i], nodes[i], index=0 if pick % 3 == 0 else None)
+        fresh = reloaded(g)
+        assert picture(fresh) == picture(g)
+        for node in g:
+            assert type(fresh._adj.succ[node.id]) is type(g._adj.succ[node.id])
+            kids = [fresh._nodes[c] for c in fresh._adj.succ[node.id]]
+            assert all(k._parent_ids is kids[0]._parent_ids for k in kids)
+
+    @pytest.mark.parametrize(
+        "edges",
+        [
+            [("group_1", 0, "group_2", 0), ("group_1", 0, "group_3", 0)],  # one position
+            [("group_1", 0, "group_2", 0), ("group_2", 0, "group_1", 0)],  # a cycle
+            [("group_1", 0, "group_2", 0), ("group_3", 0, "group_2", 0)],  # rank 0 twice
+            [("group_1", 0, "group_2", 0), ("group_1", 1, "group_2", 0)],  # the edge twice
+            [
+                ("group_1", 0, "group_2", 0),
+                ("group_2", 0, "group_3", 0),
+                ("group_3", 0, "group_2", 1),  # a cycle below a second parent
+            ],
+        ],
+    )
+    def test_edges_that_are_no_forest_are_checked_one_by_one(
+        self, edges: list[tuple[str, int, str, int]]
+    ) -> None:
+        nodes = [GroupNode(t, id=f"group_{i}") for i, t in enumerate("abc", start=1)]
+        roots = [n.id for n in nodes if n.id not in {c for _, _, c, _ in edges}]
+        fresh = ContextGraph()
+        with pytest.raises(GraphLoadError, match=r"repeated|cycle|roots"):
+            fresh.load(GraphData(nodes=nodes, edges=edges, roots=roots))
+        assert len(fresh) == 0
+
     def test_load_refuses_a_graph_that_is_not_new(self) -> None:
         g = ContextGraph()
         g.link(g.add(GroupNode("a")), g.add(GroupNode("b")))

@@ -264,7 +264,7 @@ class TestNodeTypes:
         assert expected - {"text", "group"} <= used  # text and group: TestRoundTrip
 
 
-LAST = "(SELECT MAX(ref) FROM session_nodes)"  # a group (text nodes are saved as columns)
+GROUPS = "type = 'group'"  # the groups' block of columns (text nodes have one too)
 
 
 def tamper(path: Path, *statements: str) -> None:
@@ -329,19 +329,15 @@ class TestBadFiles:
     @pytest.mark.parametrize(
         ("statement", "message"),
         [
-            (f"UPDATE session_nodes SET data = '{{broken' WHERE ref = {LAST}", "not valid JSON"),
+            (f"UPDATE session_columns SET data = '{{broken' WHERE {GROUPS}", "not valid JSON"),
+            (f"UPDATE session_columns SET data = '[1, 2]' WHERE {GROUPS}", "not a JSON object"),
             (
-                f"UPDATE session_nodes SET data = '[1, 2]' WHERE ref = {LAST}",
-                "node data must be a dict",
-            ),
-            (
-                "UPDATE session_nodes SET data = json_set(data, '$.type', 'nope')"
-                f" WHERE ref = {LAST}",
+                f"UPDATE session_columns SET type = 'nope' WHERE {GROUPS}",
                 "unknown node type 'nope'",
             ),
             (
-                "UPDATE session_nodes SET data = json_set(data, '$.id', 'group_1')"
-                f" WHERE ref = {LAST}",
+                "UPDATE session_columns SET data = json_set(data, '$.id[1]', 'group_1')"
+                f" WHERE {GROUPS}",
                 "duplicate node id 'group_1'",
             ),
             (

@@ -12,8 +12,10 @@ import json
 import os
 import re
 import shutil
+from functools import partial
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +26,7 @@ from dagctx.cli import main
 from dagctx.cli.watch_view import LiveView, Outputs
 from dagctx.nodes.text import TextNode
 from dagctx.session import Session, TickResult, core
+from dagctx.session.file import expand_column
 from dagctx.watch.tracker import TreeTracker
 
 
@@ -63,6 +66,11 @@ def _resume(root: Path, budget: int | None = None) -> tuple[Session, TickResult]
         session.set_budget(budget)
     TreeTracker(session, ".").load()
     return session, session.tick()
+
+
+def _expanded(block: dict[str, Any]) -> dict[str, Any]:
+    """A saved block of columns with each column a list (as it is read)."""
+    return {key: expand_column(column, len(block["ref"])) for key, column in block.items()}
 
 
 def _file_changes(session: Session, result: TickResult) -> dict[str, str]:
@@ -198,7 +206,7 @@ class TestSafety:
         db = tree / ".dagctx" / "session.db"
         with sqlite3.connect(db) as con:
             (data,) = con.execute("SELECT data FROM session_columns WHERE type = 'text'").fetchone()
-            raw = json.loads(data)
+            raw = _expanded(json.loads(data))
             raw["lines"][0] = "many"
             con.execute(
                 "UPDATE session_columns SET data = ? WHERE type = 'text'", (json.dumps(raw),)
@@ -386,6 +394,68 @@ class TestSameAsColdStart:
             assert _normalized(text) == _normalized(fresh.projection.text)
 
 
+def _offline(root: Path, edits: list[tuple[str, int]], mark: int) -> None:
+    """Edit, delete, create or touch files of the tree (``mark`` tells rounds apart)."""
+    for kind, i in edits:
+        path = root / f"pkg{i % 3}" / f"mod{i}.py"
+        if kind == "edit" and path.exists():
+            path.write_text(f"def changed_{i}_{mark}():\n    return {mark}\n")
+        elif kind == "delete":
+            path.unlink(missing_ok=True)
+        elif kind == "create":
+            (root / f"pkg{i % 3}" / f"extra{i}_{mark}.py").write_text(f"EXTRA = {i}\n")
+        elif kind == "touch" and path.exists():
+            path.write_text(path.read_text())
+
+
+def _turn(session: Session, tracker: TreeTracker) -> str:
+    """The text of a turn that takes in what changed on disk (as a watch's re-survey),
+    and of the next when files shown deleted go then, without the changes section."""
+    session.queue_result(partial(tracker.apply_survey, tracker.top))
+    text = session.tick().projection.text
+    if tracker.pending_removals():
+        session.queue_result(tracker.reap)
+        text = session.tick().projection.text
+    return _normalized(text)
+
+
+class TestTurnsAfterAResume:
+    @settings(
+        max_examples=10,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
+    @given(
+        offline=st.lists(_edit, max_size=5),
+        rounds=st.lists(st.lists(_edit, min_size=1, max_size=4), min_size=1, max_size=3),
+    )
+    def test_a_resumed_session_and_its_turns_after_edits_are_a_fresh_sessions(
+        self, tmp_path: Path, offline: list[tuple[str, int]], rounds: list[list[Any]]
+    ) -> None:
+        """A session saved (text nodes and groups as compact columns), edited offline and
+        resumed projects what a session scanning the edited tree projects, and so do
+        their turns after the same edits."""
+        root = tmp_path / "h"
+        shutil.rmtree(root, ignore_errors=True)
+        _write_tree(root)
+        _save_cold(root)
+        _offline(root, offline, 0)
+        resumed = Session.load(root=root)
+        fresh = Session(root, budget=100_000)
+        with resumed, fresh:
+            trackers = {}
+            for session in (resumed, fresh):
+                trackers[id(session)] = tracker = TreeTracker(session, ".")
+                tracker.load()
+                session.tick()
+            texts = [_turn(s, trackers[id(s)]) for s in (resumed, fresh)]
+            assert texts[0] == texts[1]
+            for mark, edits in enumerate(rounds, start=1):
+                _offline(root, edits, mark)
+                texts = [_turn(s, trackers[id(s)]) for s in (resumed, fresh)]
+                assert texts[0] == texts[1]
+
+
 class TestTreeLoad:
     def test_a_cycle_of_single_parents_beside_a_tree_is_refused(self) -> None:
         from dataclasses import replace
@@ -442,7 +512,7 @@ class TestTamperedSnapshots:
         shutil.copy(tmp_path / "good.db", db)
         with sqlite3.connect(db) as con:
             (data,) = con.execute("SELECT data FROM session_columns WHERE type = 'text'").fetchone()
-            raw = json.loads(data)
+            raw = _expanded(json.loads(data))
             raw[key][0] = value
             con.execute(
                 "UPDATE session_columns SET data = ? WHERE type = 'text'", (json.dumps(raw),)

@@ -102,3 +102,25 @@ class TestCountsPerNode:
                 again.restore(node, saved)
                 for state in _STATES:
                     assert again.counted(node, state) == known.get(state, -1)
+
+    @given(
+        version=st.integers(0, 2**32 - 1),
+        fields=st.lists(
+            st.sampled_from([0, 1, 2**31 - 1, 2**31, _UNKNOWN - 1, _UNKNOWN])
+            | st.integers(0, _UNKNOWN),
+            min_size=4,
+            max_size=4,
+        ),
+    )
+    def test_any_saved_counts_come_back_as_saved(self, version: int, fields: list[int]) -> None:
+        """Every field of the saved form, up to the largest count, is taken back as that
+        count (all ones: not counted), whatever the fields beside it hold."""
+        node = _Lines(id="n1")
+        node.version = version
+        known = {s: f for s, f in zip(_STATES, fields, strict=True) if f != _UNKNOWN}
+        saved = _saved_form(version, known)
+        cache = SectionCache(TokenCounter())
+        cache.restore_many([(node, saved)])
+        for state in _STATES:
+            assert cache.counted(node, state) == known.get(state, -1)
+        assert cache.saved("n1") == saved

@@ -1,12 +1,14 @@
-"""Text nodes saved as one block of columns (session schema 3), and schema 2 files.
+"""Text nodes saved as one block of columns (session schema 3; compact since schema 5),
+and files of schemas 2 and 4.
 
 A saved session keeps its text nodes (those with a snapshot) in ``session_columns``, one
 JSON object of equal-length lists, and rebuilds them column by column
 (:meth:`~dagctx.nodes.base.Node.from_columns`). The nodes must come back exactly as the
 one-by-one path (:meth:`~dagctx.nodes.base.Node.from_dict`) rebuilds them; a tampered
 block is refused with a :class:`~dagctx.errors.CheckpointError` naming the bad value,
-or loads into nodes that render; a schema 2 file (every node one row) still loads, and
-the next save upgrades it.
+or loads into nodes that render; a schema 2 file (every node one row) and a schema 4
+file (every column a list, each stat key as three ints) still load, and the next save
+upgrades them.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from dagctx.errors import CheckpointError, GraphError
 from dagctx.nodes import base as base_module
 from dagctx.nodes import text as text_module
 from dagctx.nodes.base import COMMON_COLUMNS, Node, NodeState
-from dagctx.nodes.text import TextNode
+from dagctx.nodes.group import GroupNode
+from dagctx.nodes.text import TextNode, unpack_stat
 from dagctx.session import Session
-from dagctx.session.file import SESSION_SCHEMA
+from dagctx.session.file import SESSION_SCHEMA, compact_column, expand_column
 from dagctx.watch.tracker import TreeTracker
 
 
@@ -67,14 +70,22 @@ def _sql(db: Path, statement: str, *params: object) -> list[Any]:
         return con.execute(statement, params).fetchall()
 
 
-def _columns(db: Path) -> dict[str, Any]:
-    ((data,),) = _sql(db, "SELECT data FROM session_columns WHERE type = 'text'")
+def _columns(db: Path, type_name: str = "text") -> dict[str, Any]:
+    """The saved block of a type's columns, each column a list (as it is read)."""
+    ((data,),) = _sql(db, "SELECT data FROM session_columns WHERE type = ?", type_name)
     block: dict[str, Any] = json.loads(data)
-    return block
+    return {key: expand_column(column, len(block["ref"])) for key, column in block.items()}
 
 
-def _put_columns(db: Path, block: Any) -> None:
-    _sql(db, "UPDATE session_columns SET data = ? WHERE type = 'text'", json.dumps(block))
+def _put_columns(db: Path, block: Any, type_name: str = "text") -> None:
+    _sql(db, "UPDATE session_columns SET data = ? WHERE type = ?", json.dumps(block), type_name)
+
+
+def _resumed_text(root: Path) -> str:
+    """The first projection of the session saved under ``root``, resumed."""
+    with Session.load(root=root) as session:
+        TreeTracker(session, ".").load()
+        return session.tick().projection.text
 
 
 def _restore(good: Path, root: Path) -> Path:
@@ -98,7 +109,8 @@ class TestColumns:
         db = saved / ".dagctx" / "session.db"
         with sqlite3.connect(db) as con:
             rows = [json.loads(d)["type"] for (d,) in con.execute("SELECT data FROM session_nodes")]
-        assert "text" not in rows and "group" in rows
+            blocks = [t for (t,) in con.execute("SELECT type FROM session_columns ORDER BY type")]
+        assert rows == [] and blocks == ["group", "text"]  # every node in a block
         block = _columns(db)
         assert set(block) >= {*COMMON_COLUMNS, *TextNode.column_keys, "ref", "tokens"}
         assert len({len(column) for column in block.values()}) == 1
@@ -127,9 +139,7 @@ class TestColumns:
     def test_a_session_saved_again_before_its_files_are_read_renders_the_same(
         self, saved: Path
     ) -> None:
-        with Session.load(root=saved) as session:
-            TreeTracker(session, ".").load()
-            expected = session.tick().projection.text
+        expected = _resumed_text(saved)
         with Session.load(root=saved) as again:
             again.save()  # columns written from restored nodes that read nothing yet
         with Session.load(root=saved) as resumed:
@@ -156,7 +166,7 @@ class TestColumns:
     def test_a_subclass_block_is_refused(self, saved: Path) -> None:
         db = saved / ".dagctx" / "session.db"
         with sqlite3.connect(db) as con:
-            con.execute("UPDATE session_columns SET type = 'markdown'")
+            con.execute("UPDATE session_columns SET type = 'markdown' WHERE type = 'text'")
         with pytest.raises(CheckpointError, match="markdown nodes are not saved as columns"):
             Session.load(root=saved)
 
@@ -190,7 +200,7 @@ class TestColumns:
     def test_columns_that_are_not_json_or_not_an_object_are_refused(self, saved: Path) -> None:
         db = saved / ".dagctx" / "session.db"
         with sqlite3.connect(db) as con:
-            con.execute("UPDATE session_columns SET data = '{broken'")
+            con.execute("UPDATE session_columns SET data = '{broken' WHERE type = 'text'")
         with pytest.raises(CheckpointError, match=r"'text' nodes' columns.*not valid JSON"):
             Session.load(root=saved)
         _put_columns(db, [1, 2])
@@ -199,9 +209,17 @@ class TestColumns:
 
     def test_node_columns_of_a_type_without_columns_are_refused(self) -> None:
         from dagctx.nodes.group import GroupNode
+        from dagctx.nodes.topic import TopicNode
 
+        with pytest.raises(GraphError, match="topic nodes are not saved as columns"):
+            TopicNode.from_columns({"id": []})
+
+        class Sub(GroupNode):  # a group of another kind (not registered)
+            __slots__ = ()
+
+        assert Sub("x").snapshot() is None  # saved one by one
         with pytest.raises(GraphError, match="group nodes are not saved as columns"):
-            GroupNode.from_columns({"id": []})
+            Sub._restore_columns([], {})
 
 
 _json_values = st.recursive(
@@ -296,24 +314,50 @@ class TestWholeColumnChecks:
             assert all(map(ok, column)) and whole(column), key
 
 
-def _to_schema_2(db: Path) -> None:
-    """Rewrite a schema 3 file as a schema 2 one: every node one row, no columns table."""
-    block = _columns(db)
-    keep = ("ref", "in_graph", "seq", "last_run", "tokens")
-    with sqlite3.connect(db) as con:
-        for i, ref in enumerate(block["ref"]):
-            raw: dict[str, Any] = {"type": "text"}
-            raw.update({key: block[key][i] for key in COMMON_COLUMNS})
-            snapshot_keys = TextNode.column_keys[-8:]  # stat ... digest; the rest is data
-            raw["data"] = {key: block[key][i] for key in TextNode.column_keys[:-8]}
+def _old_block(block: dict[str, Any]) -> dict[str, Any]:
+    """An expanded block as schemas 3 and 4 saved it: each stat key as its three fields."""
+    stats = [None if key is None else list(unpack_stat(key)) for key in block["stat"]]
+    return {**block, "stat": stats}
+
+
+def _to_rows(con: sqlite3.Connection, type_name: str, block: dict[str, Any]) -> None:
+    """Insert the nodes of an expanded block as rows of ``session_nodes`` (before schema
+    5 for groups, before schema 3 for text nodes): the snapshot fields of text nodes
+    under ``"snapshot"``, the rest of the type's under ``"data"``."""
+    own = TextNode.column_keys if type_name == "text" else GroupNode.column_keys
+    snapshot_keys = TextNode.column_keys[-8:] if type_name == "text" else ()  # stat ... digest
+    for i, ref in enumerate(block["ref"]):
+        raw: dict[str, Any] = {"type": type_name}
+        raw.update({key: block[key][i] for key in COMMON_COLUMNS})
+        raw["data"] = {key: block[key][i] for key in own if key not in snapshot_keys}
+        if snapshot_keys:
             raw["snapshot"] = {key: block[key][i] for key in snapshot_keys}
-            if block["tokens"][i] is not None:
-                raw["tokens"] = block["tokens"][i]
-            _, in_graph, seq, last_run, _ = (block[key][i] for key in keep)
-            con.execute(
-                "INSERT INTO session_nodes VALUES (?, ?, ?, ?, ?)",
-                (ref, int(in_graph), seq, last_run, json.dumps(raw)),
-            )
+        if block["tokens"][i] is not None:
+            raw["tokens"] = block["tokens"][i]
+        in_graph, seq, last_run = (block[key][i] for key in ("in_graph", "seq", "last_run"))
+        con.execute(
+            "INSERT INTO session_nodes VALUES (?, ?, ?, ?, ?)",
+            (ref, int(in_graph), seq, last_run, json.dumps(raw)),
+        )
+
+
+def _to_schema_4(db: Path) -> None:
+    """Rewrite a schema 5 file as a schema 4 one: the groups as rows, every text column
+    a plain list, the stat keys as their three fields."""
+    groups = _columns(db, "group")
+    _put_columns(db, _old_block(_columns(db)))
+    with closing(sqlite3.connect(db)) as con, con:
+        _to_rows(con, "group", groups)
+        con.execute("DELETE FROM session_columns WHERE type = 'group'")
+        con.execute("UPDATE dagctx_meta SET value = '4' WHERE key = 'session_schema'")
+
+
+def _to_schema_2(db: Path) -> None:
+    """Rewrite a schema 5 file as a schema 2 one: every node one row, no columns table."""
+    blocks = {"text": _old_block(_columns(db)), "group": _columns(db, "group")}
+    with closing(sqlite3.connect(db)) as con, con:
+        for type_name, block in blocks.items():
+            _to_rows(con, type_name, block)
         con.execute("DROP TABLE session_columns")
         con.execute("UPDATE dagctx_meta SET value = '2' WHERE key = 'session_schema'")
 
@@ -321,9 +365,7 @@ def _to_schema_2(db: Path) -> None:
 class TestSchema2:
     def test_a_schema_2_file_loads_and_its_next_save_upgrades_it(self, saved: Path) -> None:
         db = saved / ".dagctx" / "session.db"
-        with Session.load(root=saved) as session:
-            TreeTracker(session, ".").load()
-            expected = session.tick().projection.text
+        expected = _resumed_text(saved)
         _to_schema_2(db)
         with Session.load(root=saved) as old:
             assert old.text_nodes("pkg/mod0.py")[0].snapshot() is not None
@@ -335,10 +377,8 @@ class TestSchema2:
                 "SELECT value FROM dagctx_meta WHERE key = 'session_schema'"
             ).fetchone()
             assert schema == (str(SESSION_SCHEMA),)
-            assert con.execute("SELECT COUNT(*) FROM session_columns").fetchone() == (1,)
-        with Session.load(root=saved) as upgraded:
-            TreeTracker(upgraded, ".").load()
-            assert upgraded.tick().projection.text == expected
+            assert con.execute("SELECT COUNT(*) FROM session_columns").fetchone() == (2,)
+        assert _resumed_text(saved) == expected
 
     def test_a_schema_1_file_is_refused_naming_both_versions(self, saved: Path) -> None:
         db = saved / ".dagctx" / "session.db"
@@ -348,7 +388,92 @@ class TestSchema2:
             Session.load(root=saved)
 
 
-class TestGroupRows:
+class TestSchema4:
+    def test_a_schema_4_file_loads_and_its_next_save_compacts_it(self, saved: Path) -> None:
+        db = saved / ".dagctx" / "session.db"
+        expected = _resumed_text(saved)
+        _to_schema_4(db)
+        ((old_block,),) = _sql(db, "SELECT data FROM session_columns WHERE type = 'text'")
+        assert all(type(column) is list for column in json.loads(old_block).values())
+        with Session.load(root=saved) as old:
+            TreeTracker(old, ".").load()
+            assert old.tick().projection.text == expected
+            old.save()
+        assert _sql(db, "SELECT value FROM dagctx_meta WHERE key = 'session_schema'") == [
+            (str(SESSION_SCHEMA),)
+        ]
+        ((data,),) = _sql(db, "SELECT data FROM session_columns WHERE type = 'text'")
+        block = json.loads(data)
+        assert block["root"] == {"repeat": str(saved), "count": len(block["ref"])}
+        assert all(type(key) is int for key in block["stat"])
+        assert _resumed_text(saved) == expected
+
+
+_pool = st.sampled_from(
+    [0, 0.0, -0.0, False, None, 1, 1.0, True, "", "0", "a", [], [0], [0.0], {}, {"k": 0},
+     {"k": 0.0}, {"k": False}, 1795574342.4417605, 2**70]
+)  # fmt: skip
+
+
+class TestCompactColumns:
+    @given(
+        column=st.lists(_pool, max_size=40)
+        | st.lists(st.sampled_from([1.5, 2.5, -3.25]), max_size=40)
+        | st.lists(st.sampled_from(["x", "y", None]), min_size=8, max_size=40)
+        | st.lists(_json_values, max_size=12)
+    )
+    def test_a_column_comes_back_exactly_through_json(self, column: list[Any]) -> None:
+        saved = json.loads(json.dumps(compact_column(column)))
+        back = expand_column(saved, len(column))
+        assert json.dumps(back) == json.dumps(column)  # 0, 0.0, -0.0 and false told apart
+        assert [type(v) for v in back] == [type(v) for v in column]
+
+    def test_a_column_of_few_values_is_saved_once_per_value(self) -> None:
+        column = ["text/x-python", "text/markdown"] * 10
+        assert compact_column(column) == {"values": column[:2], "at": [0, 1] * 10}
+        assert compact_column([None] * 8) == {"repeat": None, "count": 8}
+        assert compact_column([0, 0.0] * 8) == [0, 0.0] * 8  # two types: as it is
+        assert compact_column([1.0] * 7) == [1.0] * 7  # too short to gain
+        distinct = [f"p{i}" for i in range(20)]
+        assert compact_column(distinct) is distinct
+
+    @pytest.mark.parametrize(
+        ("column", "message"),
+        [
+            ({"repeat": "x", "count": 10**9}, "repeated value for 1000000000 nodes"),
+            ({"repeat": "x", "count": True}, "repeated value"),
+            ({"values": ["a"], "at": [0, 1]}, "index out of its 1 values"),
+            ({"values": ["a"], "at": [0, -1]}, "index out of"),
+            ({"values": ["a"], "at": [0, True]}, "index out of"),
+            ({"values": "a", "at": [0]}, "not lists"),
+            ({"values": ["a"], "at": [0], "more": 1}, "nor a repeated value"),
+            ("a", "nor a repeated value"),
+        ],
+    )
+    def test_a_malformed_compact_column_is_refused_naming_it(
+        self, saved: Path, column: Any, message: str
+    ) -> None:
+        db = saved / ".dagctx" / "session.db"
+        ((data,),) = _sql(db, "SELECT data FROM session_columns WHERE type = 'text'")
+        _put_columns(db, {**json.loads(data), "media_type": column})
+        with pytest.raises(CheckpointError, match=f"column 'media_type' is malformed: .*{message}"):
+            Session.load(root=saved)
+
+
+class TestGroupColumns:
+    def test_a_group_from_columns_is_the_group_from_its_dict(self, saved: Path) -> None:
+        with _session(saved) as fresh:
+            originals = [n for n in fresh.graph if isinstance(n, GroupNode)]
+            originals[0].notice = "[directory unreadable: Permission denied]"
+            originals[-1].tags = {"kept"}
+            pairs = [(n, n.snapshot()) for n in originals]
+            block = GroupNode.to_columns(pairs)  # type: ignore[arg-type]
+            rebuilt = GroupNode.from_columns(json.loads(json.dumps(block)))
+            one_by_one = [Node.from_dict(json.loads(json.dumps(n.to_dict()))) for n in originals]
+        assert len(rebuilt) == len(originals) > 1
+        for a, b in zip(rebuilt, one_by_one, strict=True):
+            assert _slots(a) == _slots(b)
+
     def test_a_saved_group_is_rebuilt_without_being_rendered(
         self, saved: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -383,13 +508,9 @@ class TestGroupRows:
                 session.save()
             shutil.copy(root / ".dagctx" / "session.db", good)
         db = _restore(good, root)
-        _sql(
-            db,
-            "UPDATE session_nodes SET data = json_set(data, ?, json(?))"
-            " WHERE ref = (SELECT MAX(ref) FROM session_nodes)",
-            f"$.data.{key}",
-            json.dumps(value),
-        )
+        block = _columns(db, "group")
+        block[key][-1] = value
+        _put_columns(db, block, "group")
         try:
             session = Session.load(root=root)
         except CheckpointError as exc:
@@ -402,3 +523,17 @@ class TestGroupRows:
                 json.dumps(node.to_dict())
             TreeTracker(session, ".").load()
             assert session.tick().projection.tokens <= session.budget
+
+
+class TestPathColumn:
+    @given(
+        st.lists(
+            st.text(alphabet="ab./\\\0", max_size=6) | st.sampled_from(["", ".", "./", "a/."]),
+            max_size=6,
+        )
+    )
+    def test_a_column_of_paths_is_clean_at_once_only_when_each_path_is(
+        self, paths: list[str]
+    ) -> None:
+        if text_module._all_posix(paths):
+            assert [text_module._posix(p) for p in paths] == paths

@@ -170,6 +170,18 @@ class Adjacency:
         for parent, child in edges:
             self.add_edge(parent, child)
 
+    def add_rows(self, rows: Mapping[str, Collection[str]]) -> None:
+        """Give each parent of ``rows`` its children, in order, in a graph without edges
+        where no child has another parent (a forest): the rows and parents that
+        :meth:`add_edges` makes, each made once (the children of a parent share one
+        tuple of parents, as :meth:`_with_parent` shares it)."""
+        nodes = self._nodes
+        for parent, kids in rows.items():
+            self._children[parent] = _row(kids)
+            shared = (parent,)
+            for child in kids:
+                nodes[child]._parent_ids = shared
+
     def remove_edge(self, parent: str, child: str) -> None:
         """Remove the edge ``parent → child`` (which must exist)."""
         self._drop_child(parent, child)

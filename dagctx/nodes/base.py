@@ -766,6 +766,10 @@ def _frequencies(column: list[Any]) -> list[TickFrequency]:
     Raises:
         GraphError: a value that is not a frequency.
     """
+    objects = dict(zip(map(id, column), column, strict=True))
+    if len(objects) * 4 < len(column):  # a few objects, each many times: each read once
+        read = dict(zip(objects, _frequencies(list(objects.values())), strict=True))
+        return list(map(read.__getitem__, map(id, column)))
     made: dict[tuple[Any, Any], TickFrequency] = {}
     out = []
     for value in column:

@@ -18,11 +18,17 @@ from typing import Any, ClassVar
 
 from dagctx._fs import display_path
 from dagctx._plural import counted
-from dagctx.nodes.base import Node, NodeState
+from dagctx.errors import GraphError
+from dagctx.nodes.base import Node, NodeState, check_column, of_types
 
 Summarizer = Callable[["GroupNode", Sequence[Node]], "str | Awaitable[str]"]
 
 SUMMARY_LINES = 50
+_TEXTS = of_types(str, type(None))
+
+
+def _str_or_none(value: Any) -> bool:
+    return value is None or type(value) is str
 
 
 def default_summary(children: Sequence[Node]) -> str:
@@ -41,6 +47,7 @@ class GroupNode(Node):
     default_state: ClassVar[NodeState] = NodeState.SUMMARY
     default_priority: ClassVar[int] = 60
     data_checked: ClassVar[bool] = True  # from_data takes strings or None only
+    column_keys: ClassVar[tuple[str, ...]] = ("title", "summary", "notice")
 
     __slots__ = ("_summary", "notice", "stale", "summarizer", "title")
 
@@ -127,10 +134,34 @@ class GroupNode(Node):
         )
 
     def data_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"title": self.title, "summary": self._summary}
-        if self.notice is not None:
-            data["notice"] = self.notice
-        return data
+        return {"title": self.title, "summary": self._summary, "notice": self.notice}
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """Nothing read from outside (a group's fields are all in :meth:`data_dict`): an
+        empty snapshot, so a session saves its groups together as one block of columns
+        (:meth:`~dagctx.nodes.base.Node.to_columns`); None for a subclass, saved one by
+        one."""
+        return {} if type(self) is GroupNode else None
+
+    @classmethod
+    def _restore_columns(cls, nodes: list[Node], columns: dict[str, list[Any]]) -> None:
+        """Give ``nodes`` (made by :meth:`~dagctx.nodes.base.Node.from_columns`) the
+        title, summary and notice of ``columns``, each checked to be a string or None
+        (no summarizer: a custom one is never saved).
+
+        Raises:
+            GraphError: a bad value (named), or ``cls`` is a subclass (never saved as
+                columns).
+        """
+        if cls is not GroupNode:
+            raise GraphError(f"{cls.type_name} nodes are not saved as columns", value=cls.type_name)
+        for key in cls.column_keys:
+            check_column(columns[key], key, _str_or_none, rule="a string or None", whole=_TEXTS)
+        rows = zip(nodes, columns["title"], columns["summary"], columns["notice"], strict=True)
+        for node, title, summary, notice in rows:
+            assert isinstance(node, GroupNode)
+            node.title, node.summarizer, node._summary = title, None, summary
+            node.stale, node.notice = False, notice
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> GroupNode:

@@ -62,7 +62,7 @@ import re
 import stat
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, Generic, TypeVar, overload
@@ -167,9 +167,12 @@ def _pack(mtime_ns: int, size: int, identity: int) -> StatKey:
     return (fields << _LEN | size_bits) << 1 | same
 
 
+_SIZE_AT = _LEN + 1  # where the size starts in a stat key
+
+
 def _key_size(key: StatKey) -> int:
     """The size in a :func:`pack_stat` key."""
-    return key >> (_LEN + 1) & ((1 << (key >> 1 & _LEN_MASK)) - 1)
+    return key >> _SIZE_AT & ((1 << (key >> 1 & _LEN_MASK)) - 1)
 
 
 def unpack_stat(key: StatKey) -> tuple[int, int, int]:
@@ -316,6 +319,19 @@ def _posix(path: str | os.PathLike[str]) -> str:
     ):
         return path
     return Path(path).as_posix()
+
+
+#: What a path :func:`_posix` would change holds, in a column joined by NULs (around it
+#: too): "//", "\\", "/./", a start "./", an end "/" or "/.", "." alone, "" (a NUL in
+#: a path only adds a false alarm).
+_NOT_POSIX = ("//", "\\", "/./", "\0./", "/\0", "/.\0", "\0.\0", "\0\0")
+
+
+def _all_posix(paths: list[str]) -> bool:
+    """Whether :func:`_posix` keeps every path of ``paths`` (strings) as it is: tested on
+    the whole column at once."""
+    joined = "\0" + "\0".join(paths) + "\0"
+    return not any(mark in joined for mark in _NOT_POSIX)
 
 
 @functools.lru_cache(maxsize=64)
@@ -1039,13 +1055,22 @@ class TextNode(Node):
         return node
 
     @classmethod
+    def to_columns(cls, saved: Sequence[tuple[Node, dict[str, Any]]]) -> dict[str, list[Any]]:
+        """As :meth:`Node.to_columns`, with each snapshot's stat key as one int
+        (:func:`pack_stat`), as the node holds it, not its three fields: no list per
+        node to decode and pack again at a load (:meth:`from_columns` reads either)."""
+        columns = super().to_columns(saved)
+        columns["stat"] = [_stat_key(snapshot["stat"]) for _, snapshot in saved]
+        return columns
+
+    @classmethod
     def _restore_columns(cls, nodes: list[Node], columns: dict[str, list[Any]]) -> None:
         """Set what :meth:`data_dict` and :meth:`snapshot` saved on each of ``nodes``
         (their text is read on first use), checking each column once: path and root
         strings (each distinct root resolved once), ``edited`` a bool, line numbers and
         ``max_bytes`` ints or None (``max_bytes`` None: the default; a media type None:
-        guessed from the path), the stat key None or 3 ints (an mtime and a size a file can
-        have, then its identity), the placeholder, notice and
+        guessed from the path), the stat key None, an int >= 0 (the key itself) or 3 ints
+        (an mtime and a size a file can have, then its identity), the placeholder, notice and
         redaction note strings or None, line, char and byte counts ints >= 0, the digest
         32 hex digits (that of no text when no lines are shown).
 
@@ -1082,9 +1107,13 @@ class TextNode(Node):
                 raise column_error("digest", digests[at], "the digest of no text (no lines)")
         roots = {root: _resolved_root(root) for root in set(get("root"))}
         guess = mimetypes.guess_type
-        keys = [None if value is None else _pack(*value) for value in get("stat")]  # in range
+        stats = get("stat")  # keys, or (saved before session schema 5) their three fields
+        keys = stats if set(map(type, stats)) <= _KEYS else list(map(_stat_key, stats))
+        paths = get("path")
+        if not _all_posix(paths):
+            paths = list(map(_posix, paths))
         rows = zip(
-            nodes, get("path"), get("root"), get("start_line"), get("end_line"),
+            nodes, paths, get("root"), get("start_line"), get("end_line"),
             get("media_type"), get("max_bytes"), get("include_secrets"), keys,
             get("placeholder"), get("notice"), get("redacted"), lines, get("chars"),
             get("bytes"), bodies, get("edited"), strict=True,
@@ -1095,7 +1124,7 @@ class TextNode(Node):
             node, path, root, start, end, media, most, secrets, key, *shown = row
             placeholder, notice, redacted, n, chars, size, digest, edited = shown
             assert isinstance(node, TextNode)
-            node.path = path = _posix(path)
+            node.path = path
             media = media or guess(path)[0] or "text/plain"
             most = DEFAULT_MAX_BYTES if most is None else most
             node._spec = _shared_spec((roots[root], start, end, media, most, bool(secrets)))
@@ -1104,7 +1133,11 @@ class TextNode(Node):
             if placeholder is not None or notice is not None or redacted is not None:
                 node._marks = (placeholder, notice, redacted)
             node._n, node._stat = n, key
-            if size != (0 if key is None else _key_size(key)):  # as _set_stat keeps it
+            # as _set_stat keeps it: only a size that is not the key's (_key_size, inline)
+            if key is None:
+                if size:
+                    node._size = size
+            elif size != key >> _SIZE_AT & ((1 << (key >> 1 & _LEN_MASK)) - 1):
                 node._size = size
             # nothing shown: nothing to read; else its length and digest (_DIGEST_BITS)
             node._body = "" if n == 0 else chars << _DIGEST_BITS | digest
@@ -1173,7 +1206,7 @@ def _count(value: Any) -> bool:
 
 
 def _stat_value(value: Any) -> bool:
-    if value is None:
+    if value is None or (type(value) is int and value >= 0):  # none, or a key as one int
         return True
     if not (type(value) is list and len(value) == 3 and all(type(v) is int for v in value)):
         return False
@@ -1187,6 +1220,8 @@ def _stat_values(column: list[Any]) -> bool:
     stats = [value for value in column if value is not None]
     if not stats:
         return True
+    if set(map(type, stats)) == _INT:  # keys as saved since session schema 5
+        return bool(min(stats) >= 0)
     if set(map(type, stats)) != _LIST or set(map(len, stats)) != {3}:
         return False
     mtimes: tuple[int, ...]
@@ -1198,7 +1233,16 @@ def _stat_values(column: list[Any]) -> bool:
     return sizes_ok and min(mtimes) >= -_MTIME_OFFSET and max(mtimes) < _MTIME_OFFSET
 
 
+def _stat_key(value: int | list[int] | None) -> StatKey | None:
+    """The stat key a checked ``stat`` value stands for (:func:`_stat_value`)."""
+    if isinstance(value, list):
+        mtime, size, identity = value
+        return _pack(mtime, size, identity)
+    return value
+
+
 _LIST, _INT, _STR, _DIGEST_LENGTH = frozenset({list}), frozenset({int}), frozenset({str}), {32}
+_KEYS = frozenset({int, type(None)})
 _STRINGS, _INTS, _TEXTS = of_types(str), of_types(int, type(None)), of_types(str, type(None))
 _BOOLS = of_types(bool)
 

@@ -111,6 +111,10 @@ def reference_text(node: Node) -> str:
 _FIELD = 32  # bits per field of a packed entry (each state's count + 1)
 _MASK = (1 << _FIELD) - 1
 _VERSION = 4 * _FIELD  # where the version starts, above the four counts
+_FIELDS = (1 << _VERSION) - 1  # the four counts
+_ONES = sum(1 << (_FIELD * k) for k in range(4))  # one in each field
+_HIGH_BITS = _ONES << (_FIELD - 1)  # the top bit of each field
+_LOW_BITS = _FIELDS ^ _HIGH_BITS  # the others
 
 
 class SectionCache:
@@ -404,19 +408,18 @@ class SectionCache:
         Raises:
             ValueError: a count is not such an int (the pairs before it are taken).
         """
-        counts, mask, field, top = self._counts, _MASK, _FIELD, _VERSION
+        counts, mask, top = self._counts, _MASK, _VERSION
+        fields, high, low, ones = _FIELDS, _HIGH_BITS, _LOW_BITS, _ONES
         for node, packed in saved:
             if type(packed) is not int or packed < 0:
                 raise ValueError(f"saved token counts must be an int >= 0, got {packed!r}")
             version = node.version
             if packed >> top != version or version > mask:
                 continue
-            kept = version << top
-            for k in range(4):
-                count = (packed >> (field * k)) & mask
-                if count != mask:
-                    kept |= (count + 1) << (field * k)
-            counts[node.id] = kept
+            # each field plus one, wrapping within it (all ones, not counted, to 0): the
+            # low bits plus one carry at most into the field's high bit, kept apart
+            each = packed & fields
+            counts[node.id] = version << top | ((each & low) + ones) ^ (each & high)
 
     def forget(self, node_id: str) -> None:
         """Drop what is cached for a node (it left the graph)."""

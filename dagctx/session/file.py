@@ -10,7 +10,8 @@ this module owns the layout, the schema version and the atomicity:
   ``session_info`` holds JSON values by key; ``session_nodes`` one row per node
   (``to_dict`` JSON, ``in_graph``, ``seq``, ``last_run``), except the nodes kept in
   ``session_columns``: one row per node type whose nodes are saved as columns
-  (:meth:`~dagctx.nodes.base.Node.to_columns`: text nodes with a snapshot), a JSON
+  (:meth:`~dagctx.nodes.base.Node.to_columns`: text nodes with a snapshot and, since
+  schema 5, groups), a JSON
   object of equal-length lists, the type's fields beside ``ref``, ``in_graph``,
   ``seq``, ``last_run`` and ``tokens``; ``session_edges`` the edges with their
   position among the parent's children and among the child's parents;
@@ -36,9 +37,16 @@ this module owns the layout, the schema version and the atomicity:
   the kept traces. Either way it is the same single transaction.
 - A read is one read transaction (a consistent snapshot while another process writes)
   after the schema version and ``PRAGMA quick_check``; it never changes the saved data.
-- **Schemas 2 and 3** (2: before ``session_columns``, every node one row; 3: before
-  ``session_projection``) are read as they are, and the next write upgrades the file
-  to schema 4 (``upgrades`` of :class:`dagctx._sqlite.Layout`).
+- **Compact columns** (schema 5): in ``session_columns``, a column holding few distinct
+  values is saved as ``{"values": [...], "at": [...]}`` (each distinct value once, then
+  each node's index into them) or, holding one, as ``{"repeat": value, "count": n}``
+  (:func:`compact_column`); a read expands them back into lists
+  (:func:`expand_column`), so decoding a block of 10,000 text nodes parses each
+  repeated root, media type, frequency or time once, not once per node.
+- **Schemas 2, 3 and 4** (2: before ``session_columns``, every node one row; 3: before
+  ``session_projection``; 4: every column a list, groups one row each) are read as they
+  are, and the next write upgrades the file to schema 5 (``upgrades`` of
+  :class:`dagctx._sqlite.Layout`).
 - **One writer at a time, never overwritten silently**: a write takes an exclusive OS
   lock (``flock``) on the file for the writing session, held until the session releases
   it (:func:`release_session_file`, when it closes); the sessions of one process share
@@ -78,9 +86,9 @@ from dagctx._json import decode_json, dump_json
 from dagctx.errors import CheckpointError, SessionConflictError, SessionFileUnavailableError
 from dagctx.nodes.base import Trace
 
-SESSION_SCHEMA = 4
+SESSION_SCHEMA = 5
 """Version of the session file layout written by :meth:`Session.save`."""
-_UPGRADES = frozenset({2, 3})  # earlier layouts read as they are and upgraded by a write
+_UPGRADES = frozenset({2, 3, 4})  # earlier layouts read as they are and upgraded by a write
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS session_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -402,7 +410,8 @@ def _encode(data: SessionData) -> dict[str, list[tuple[Any, ...]]]:
             for ref, in_graph, seq, last_run, node in data.nodes
         ],
         "session_columns": [
-            (name, _json(block, f"{name} nodes")) for name, block in data.columns.items()
+            (name, _json({key: compact_column(c) for key, c in block.items()}, f"{name} nodes"))
+            for name, block in data.columns.items()
         ],
         "session_edges": data.edges,
         "session_roots": list(enumerate(data.roots)),
@@ -510,7 +519,7 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
     ]
     tables = {name for (name,) in rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
     columns = {
-        name: load(data, f"the {name!r} nodes' columns")
+        name: _expanded(load(data, f"the {name!r} nodes' columns"), f"{where}: the {name!r} nodes")
         for name, data in (
             rows("SELECT type, data FROM session_columns ORDER BY type")
             if "session_columns" in tables
@@ -560,6 +569,88 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
     )
 
 
+#: The types of the values of a column whose equal values are equal JSON (no two of
+#: them compare equal across types, as 1, 1.0 and True do): such a column is compacted by
+#: its values themselves; a column of lists or dicts by their reprs (exact for JSON values).
+_EXACT = (frozenset({str, type(None)}), frozenset({int, type(None)}), frozenset({bool, type(None)}))
+_NESTED = frozenset({list, dict})
+_FEW = 4  # a column is compacted when it holds at most a _FEW-th as many distinct values
+
+
+def compact_column(column: list[Any]) -> Any:
+    """``column`` as :func:`expand_column` reads it back (module docstring): the list
+    itself, unless it holds few distinct values (equal as JSON: ``0``, ``0.0`` and
+    ``False`` are three values)."""
+    if len(column) < 2 * _FEW:
+        return column
+    types = set(map(type, column))
+    keys: list[Any]
+    # floats: -0.0 == 0.0, so a column holding either is left as it is
+    if any(types <= exact for exact in _EXACT) or (types == _FLOAT and 0.0 not in column):
+        keys = column
+    elif types <= _NESTED:
+        keys = list(map(repr, column))
+    else:
+        return column
+    by_key = dict(zip(keys, column, strict=True))  # each distinct value, by its key
+    if len(by_key) * _FEW > len(column):
+        return column
+    if len(by_key) == 1:
+        return {"repeat": column[0], "count": len(column)}
+    at = {key: i for i, key in enumerate(by_key)}
+    return {"values": list(by_key.values()), "at": list(map(at.__getitem__, keys))}
+
+
+_FLOAT = frozenset({float})
+
+
+def expand_column(saved: Any, count: int) -> Any:
+    """The list a column saved by :func:`compact_column` stands for; ``count`` is the
+    number of nodes of its block (a repeated value is expanded to that many, never
+    more). Anything else but a list raises ValueError."""
+    if type(saved) is list:
+        return saved
+    if type(saved) is dict and saved.keys() == {"repeat", "count"}:
+        if saved["count"] != count or type(saved["count"]) is not int:
+            raise ValueError(f"a repeated value for {saved['count']!r} nodes, not {count}")
+        return [saved["repeat"]] * count
+    if type(saved) is dict and saved.keys() == {"values", "at"}:
+        values, at = saved["values"], saved["at"]
+        if type(values) is not list or type(at) is not list:
+            raise ValueError("its values and indexes are not lists")
+        if at and not (set(map(type, at)) <= _INT and min(at) >= 0 and max(at) < len(values)):
+            bad = next(i for i in at if type(i) is not int or not 0 <= i < len(values))
+            raise ValueError(f"an index out of its {len(values)} values: {bad!r}")
+        return list(map(values.__getitem__, at))
+    raise ValueError("not a list of values, nor values with their indexes, nor a repeated value")
+
+
+_INT = frozenset({int})
+
+
+def _expanded(block: Any, what: str) -> Any:
+    """A block of columns as read, each column expanded (:func:`expand_column`); its
+    number of nodes is that of its ``ref`` column (a list). A block that is not an
+    object is left to the caller.
+
+    Raises:
+        CheckpointError: a column that does not expand, named.
+    """
+    if type(block) is not dict:
+        return block
+    refs = block.get("ref")
+    count = len(refs) if type(refs) is list else 0
+    expanded = {}
+    for key, saved in block.items():
+        try:
+            expanded[key] = expand_column(saved, count)
+        except ValueError as exc:
+            raise CheckpointError(
+                f"{what}' column {key!r} is malformed: {exc}", value=saved
+            ) from exc
+    return expanded
+
+
 def saved_ids(
     nodes: list[tuple[int, bool, int, float | None, dict[str, Any]]],
     columns: dict[str, dict[str, Any]],
@@ -569,14 +660,21 @@ def saved_ids(
     ids: dict[str, str] = {}
     for block in columns.values():
         column = block.get("id") if isinstance(block, dict) else None
-        for nid in column if type(column) is list else ():
-            if type(nid) is str:
-                ids[nid] = nid
+        if type(column) is list:
+            strings = column if set(map(type, column)) <= _STR else list(filter(_is_str, column))
+            ids.update(zip(strings, strings, strict=True))
     for *_, raw in nodes:
         nid = raw.get("id") if isinstance(raw, dict) else None
         if type(nid) is str:
             ids[nid] = nid
     return ids
+
+
+_STR = frozenset({str})
+
+
+def _is_str(value: Any) -> bool:
+    return type(value) is str
 
 
 def _shared(value: Any, ids: dict[str, str]) -> Any:
@@ -588,6 +686,14 @@ def read_edges(rows: Iterable[Sequence[Any]], ids: dict[str, str]) -> list[tuple
     """Edges from saved rows of (parent, child position, child, parent rank), each node
     id that :func:`saved_ids` holds as its string (the graph keeps them in its rows of
     children and parents: one string per node, as in a live session)."""
+    rows = list(rows)
+    if not rows:
+        return []
+    parents, positions, children, ranks = zip(*rows, strict=True)
+    if set(map(type, parents)) | set(map(type, children)) <= _STR:  # as saved: at C speed
+        shared = ids.get
+        tops, kids = map(shared, parents, parents), map(shared, children, children)
+        return list(zip(tops, positions, kids, ranks, strict=True))
     return [
         (_shared(parent, ids), position, _shared(child, ids), rank)
         for parent, position, child, rank in rows
@@ -613,6 +719,8 @@ __all__ = [
     "SESSION_SCHEMA",
     "SessionData",
     "TraceRows",
+    "compact_column",
+    "expand_column",
     "read_edges",
     "read_session_file",
     "read_traces",

@@ -9,8 +9,9 @@ on the URL chooses another).
 
 - **One transaction per save**: the row is replaced whole, as strict JSON
   (:mod:`dagctx._json`), committed or not at all. The nodes saved as columns (text
-  nodes with a snapshot) are under ``"columns"``, as in the session file; a row saved
-  before them has none, and its nodes are all under ``"nodes"``.
+  nodes with a snapshot, groups) are under ``"columns"``, as in the session file (each
+  column a list; a text node's stat key one int, three before); a row saved before
+  them has none, and its nodes are all under ``"nodes"``.
 - **Compare-and-swap**: each save records a new random ``generation``. A save names the
   generation its session last read or wrote (None: it never did); the row is locked
   (``SELECT ... FOR UPDATE``) and the save goes on only if the row is missing or holds

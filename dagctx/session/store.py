@@ -17,9 +17,10 @@ a whole session in one file (default ``<root>/.dagctx/session.db``):
 
 Nodes are rebuilt through the type registry (:meth:`Node.from_dict`), so a new node type
 needs nothing here. A node that offers a :meth:`~dagctx.nodes.base.Node.snapshot` of what
-it read (a text node: the stat key, line count and a digest of the text) is saved with it
-and restored from it without reading its file (the text is read on first use; comparing
-the snapshot with the disk is the watch's business, :mod:`dagctx.watch.tracker`); when
+it read (a text node: the stat key, line count and a digest of the text; a group, which
+reads nothing, an empty one) is saved with it and restored from it without reading its
+file (the text is read on first use; comparing the snapshot with the disk is the watch's
+business, :mod:`dagctx.watch.tracker`); when
 its type has columns (:attr:`~dagctx.nodes.base.Node.column_keys`) the nodes of that
 type are saved together as one block of columns and rebuilt by
 :meth:`~dagctx.nodes.base.Node.from_columns`, which checks each field once per column
