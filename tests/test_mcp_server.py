@@ -245,7 +245,7 @@ class TestGetContext:
                 assert f"## Focus (#focus_1)\n```\nwhere is {wanted} defined\n```" in again
             cleared = await call(client, "get_context", focus="  ")
             assert "## Focus" not in cleared.partition("## Changes since last turn")[0]
-            assert "focus cleared" in cleared
+            assert "- #focus_1 focus: cleared (v" in cleared
             assert await call(client, "get_context") == unfocused
 
         drive(root, scenario, "--budget", "1200")

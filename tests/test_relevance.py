@@ -148,8 +148,9 @@ class TestFocusVerb:
             assert "## Focus" in result.projection.text and "checkpoints" in result.projection.text
             s.focus("rendering")
             result = s.tick()
-            assert [t.description for t in result.changes] == ["focus: 'rendering'"]
-            assert "focus: 'rendering'" in result.projection.text  # the changes section
+            assert [t.description for t in result.changes] == ["set to 'rendering'"]
+            # the changes section names the node once: "#focus_1 focus: set to …"
+            assert f"- #{focus.id} focus: set to 'rendering' (v" in result.projection.text
             s.focus(None)
             result = s.tick()
             assert focus.state == NodeState.HIDDEN and "## Focus" not in result.projection.text

@@ -34,7 +34,7 @@ class FocusNode(Node):
             return
         self.text = text
         self.state = NodeState.DETAILS if text is not None else NodeState.HIDDEN
-        self.mark_changed(f"focus: {text!r}" if text is not None else "focus cleared")
+        self.mark_changed(f"set to {text!r}" if text is not None else "cleared")
 
     def focus_text(self) -> str | None:
         return self.text or ""
