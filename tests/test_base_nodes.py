@@ -215,6 +215,97 @@ class TestGroupNode:
         assert isinstance(again, GroupNode) and again.to_dict() == g.to_dict()
 
 
+class TestNamesUnderTheirDirectory:
+    """A file collapsed to its name under its directory's heading is named by its name."""
+
+    @staticmethod
+    def _names(session: Session, *nodes: TextNode) -> dict[str, str]:
+        """Each node's section in a projection that shows every file by name: its text
+        (the first line) and whether its token count is that of the text shown."""
+        for node in nodes:
+            node.set_state(NodeState.COLLAPSED)
+        projection = session.project()
+        lines = projection.text.split("\n")
+        shown: dict[str, str] = {}
+        for section in projection.sections:
+            node = session.get(section.node_id)
+            if isinstance(node, TextNode) and not section.reference:
+                name = node.path.rsplit("/", 1)[-1]
+                line = next(x for x in lines if x.startswith("- ") and name in x)
+                assert section.tokens == session.counter.count(f"{line}\n\n"), line
+                shown[node.path] = line
+        return shown
+
+    def test_a_file_under_its_directory_group_is_named_by_its_file_name(
+        self, session: Session
+    ) -> None:
+        auth, db = session.text("src/auth.py"), session.text("src/db.py")
+        group = session.group(auth, db, title="src/", state=NodeState.DETAILS)
+        assert self._names(session, auth, db) == {
+            "src/auth.py": "- auth.py (6 lines)",
+            "src/db.py": "- db.py (2 lines)",
+        }
+        assert f"## src/ (#{group.id})\n\n- auth.py (6 lines)\n\n- db.py" in session.project().text
+        # elsewhere (a tool's view of the node, the footer) the path stays whole
+        assert auth.render(NodeState.COLLAPSED) == "- src/auth.py (6 lines)"
+        assert auth.label() == "src/auth.py"
+
+    @pytest.mark.parametrize("title", ["Sources", "lib/", "src", "src/main/"])
+    def test_under_any_other_group_the_path_is_whole(self, session: Session, title: str) -> None:
+        auth = session.text("src/auth.py")
+        session.group(auth, title=title, state=NodeState.DETAILS)
+        assert self._names(session, auth) == {"src/auth.py": "- src/auth.py (6 lines)"}
+
+    def test_a_second_parent_names_it_whole_and_unlinking_it_names_it_short_again(
+        self, session: Session
+    ) -> None:
+        auth = session.text("src/auth.py")
+        directory = session.group(auth, title="src/", state=NodeState.DETAILS)
+        assert self._names(session, auth)["src/auth.py"] == "- auth.py (6 lines)"
+        version = auth.version
+        picked = session.group(title="Picked", state=NodeState.DETAILS)
+        session.link(picked, auth)  # counted short at the same version: counted again
+        assert auth.version == version
+        assert self._names(session, auth)["src/auth.py"] == "- src/auth.py (6 lines)"
+        session.unlink(picked, auth)
+        assert self._names(session, auth)["src/auth.py"] == "- auth.py (6 lines)"
+        session.unlink(directory, auth)  # a root of its own
+        assert self._names(session, auth)["src/auth.py"] == "- src/auth.py (6 lines)"
+
+    def test_a_scanned_tree_lists_its_files_under_their_directories(self, tmp_path: Path) -> None:
+        from dagctx.watch.scan import scan_tree
+
+        for d in ("pkg/core", "pkg/extra"):
+            (tmp_path / d).mkdir(parents=True)
+            for i in range(30):
+                body = "".join(f"X{j} = {j}\n" for j in range(40))
+                (tmp_path / d / f"mod{i}.py").write_text(body)
+        with Session(tmp_path, budget=600) as s:
+            scan_tree(s, tmp_path)
+            text = s.tick().projection.text
+        names = [line for line in text.split("\n") if line.startswith("- ")]
+        assert len(names) > 10 and all(line.startswith("- mod") for line in names), names
+        # each under its own directory's heading, the nearest one above it
+        heading = ""
+        for line in text.split("\n"):
+            if line.startswith("## "):
+                heading = line[3:].split(" (#")[0]
+            elif line.startswith("- mod"):
+                assert heading in ("pkg/core/", "pkg/extra/")
+                assert (tmp_path / heading / line[2:].split(" (")[0]).is_file()
+
+    def test_a_line_range_and_an_edited_file_are_named_whole(
+        self, project: Path, session: Session
+    ) -> None:
+        auth, db = session.text("src/auth.py"), session.text("src/db.py", lines=(1, None))
+        session.group(auth, db, title="src/", state=NodeState.DETAILS)
+        assert self._names(session, auth, db)["src/db.py"] == "- src/db.py:1- (2 lines)"
+        (project / "src" / "auth.py").write_text("def login(user):\n    return user\n")
+        session.tick()
+        assert auth.edited  # shown in the changed band, away from its directory's heading
+        assert self._names(session, auth)["src/auth.py"] == "- src/auth.py (2 lines)"
+
+
 class TestRegistry:
     def test_types_register_by_name(self) -> None:
         assert node_types()["text"] is TextNode and node_types()["group"] is GroupNode

@@ -33,7 +33,7 @@ user. Imports networkx only.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import networkx as nx
 
@@ -47,9 +47,11 @@ SMALL_ROW = 16
 
 class Holder(Protocol):
     """What the adjacency needs of a node: the slot that holds its parents (``()``
-    while it has none, and once it leaves the graph)."""
+    while it has none, and once it leaves the graph), and whether a change of them
+    changes its render (:attr:`~dagctx.nodes.base.Node.placed`)."""
 
     _parent_ids: tuple[str, ...]
+    placed: ClassVar[bool]
 
 
 class _Parents(Mapping[str, tuple[str, ...]]):
@@ -99,11 +101,14 @@ class Adjacency:
     write them, and do not keep a row across a write.
     """
 
-    __slots__ = ("_children", "_nodes", "pred", "succ")
+    __slots__ = ("_children", "_nodes", "moved", "pred", "succ")
 
     def __init__(self, nodes: Mapping[str, Holder]) -> None:
         self._children = _Children()
         self._nodes = nodes
+        #: Ids of the placed nodes whose parents changed since the graph's projection
+        #: last took them (:meth:`~dagctx.graph.ContextGraph.take_moved`).
+        self.moved: set[str] = set()
         self.succ: Mapping[str, Row] = self._children
         self.pred: Mapping[str, Row] = _Parents(nodes)
 
@@ -152,6 +157,7 @@ class Adjacency:
         for parent in node._parent_ids:
             self._drop_child(parent, node_id)
         node._parent_ids = _NONE
+        self.moved.discard(node_id)
 
     def add_edge(self, parent: str, child: str) -> None:
         """Append ``child`` to the children of ``parent`` (and ``parent`` to its parents);
@@ -206,7 +212,10 @@ class Adjacency:
         children ``parent`` had before. For a first parent that is the ``(parent,)``
         tuple of its first child when that child has no other parent: the children of a
         directory share one tuple instead of one each."""
-        parents = self._nodes[child]._parent_ids
+        node = self._nodes[child]
+        if node.placed:
+            self.moved.add(child)
+        parents = node._parent_ids
         if parents:
             return (*parents, parent)
         if kids:
@@ -229,6 +238,8 @@ class Adjacency:
     def _drop_parent(self, child: str, parent: str) -> None:
         node = self._nodes[child]
         node._parent_ids = tuple(p for p in node._parent_ids if p != parent)
+        if node.placed:
+            self.moved.add(child)
 
 
 __all__ = ["Adjacency", "Holder", "Row"]

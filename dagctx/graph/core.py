@@ -251,6 +251,15 @@ class ContextGraph:
     def has_parents(self, node_id: str) -> bool:
         return bool(self._nodes[node_id]._parent_ids)
 
+    def take_moved(self) -> set[str]:
+        """Ids of the nodes whose section depends on their parents
+        (:attr:`~dagctx.nodes.base.Node.placed`) and whose parents changed since the last
+        call, which the graph's projection makes when it lays the graph out again: their
+        sections may read otherwise at the same version, so it forgets their counts."""
+        adj = self._adj
+        moved, adj.moved = adj.moved, set()
+        return moved
+
     def ancestors(self, ref: NodeRef) -> list[Node]:
         """All ancestors of a node, children before parents (topological order)."""
         order, _ = self._upward_order([self.get(ref).id])

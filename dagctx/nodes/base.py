@@ -7,7 +7,10 @@ written only by the graph's adjacency (graph/_adjacency.py): a slot costs less t
 dict entry).
 Every change to what a node renders goes through :meth:`Node.mark_changed`, which bumps
 :attr:`Node.version` by one and lets the graph record a :class:`Trace` and notify the
-ancestors, so caches keyed by ``(id, version, state)`` are always valid.
+ancestors, so caches keyed by ``(id, version, state)`` are always valid. The one render
+that may also depend on where the node is, :meth:`Node.render_section` of a type that
+declares itself :attr:`~Node.placed`, is followed by the graph instead: it lists the
+placed nodes whose parents change (:meth:`~dagctx.graph.ContextGraph.take_moved`).
 
 Subclasses set ``type_name`` (which registers them for :meth:`Node.from_dict`), implement
 :meth:`render_state`, :meth:`data_dict` and :meth:`from_data`, and, if their content comes
@@ -245,6 +248,9 @@ class Node:
     volatile: ClassVar[bool] = False
     #: States at which the projection walks into the node's children.
     expands_at: ClassVar[frozenset[NodeState]] = frozenset({NodeState.DETAILS, NodeState.ALL})
+    #: Whether :meth:`render_section` depends on the node's parents (the graph then
+    #: lists the node when they change: :meth:`~dagctx.graph.ContextGraph.take_moved`).
+    placed: ClassVar[bool] = False
 
     #: The record of the type's :class:`Extra` fields.
     extras_type: ClassVar[type[NodeExtras]] = NodeExtras
@@ -447,6 +453,13 @@ class Node:
     def render_state(self, state: NodeState) -> str:
         """Render the node at a visible ``state``; subclasses override."""
         return f"{self.type_name} {self.id}"
+
+    def render_section(self, state: NodeState) -> str:
+        """The node's section in a projection at a visible ``state``: :meth:`render_state`
+        unless the node's place says part of it already (a file listed under the heading
+        of its directory, :class:`~dagctx.nodes.text.TextNode`); a type whose section
+        depends on its parents declares itself :attr:`placed`."""
+        return self.render_state(state)
 
     def least_chars(self, state: NodeState) -> int | None:
         """A lower bound on the length of :meth:`render` at ``state`` known without

@@ -92,6 +92,7 @@ from dagctx.nodes.base import (
     column_error,
     of_types,
 )
+from dagctx.nodes.group import GroupNode
 from dagctx.outline import Outline, outline
 from dagctx.outline.cut import Cut, Ladder, partition
 from dagctx.outline.kinds import outline_chars
@@ -451,6 +452,7 @@ class TextNode(Node):
     default_frequency: ClassVar[TickFrequency] = TickFrequency.turn()
     column_keys: ClassVar[tuple[str, ...]] = (*_DATA_KEYS, *_SNAPSHOT_KEYS)
     extras_type: ClassVar[type[NodeExtras]] = _TextExtras
+    placed: ClassVar[bool] = True  # a name line under its directory's heading: render_section
 
     __slots__ = ("_body", "_n", "_spec", "_stat", "path")
 
@@ -755,14 +757,18 @@ class TextNode(Node):
     def _fence(self, body: str) -> str:
         return fence(body, _LANGUAGES.get(os.path.splitext(self.path)[1].lower(), ""))
 
+    def _name_line(self, shown: str) -> str:
+        """The line a file collapsed to its name shows, naming it ``shown``."""
+        if self.placeholder is not None:
+            return f"- {shown} {self.placeholder}"
+        return f"- {shown} ({counted(self._n, 'line')})"
+
     def render_state(self, state: NodeState) -> str:
         n = self._n
-        if self.placeholder is not None:
-            if state == NodeState.COLLAPSED:
-                return f"- {self.label()} {self.placeholder}"
-            return f"{self._header()}\n{self.placeholder}"
         if state == NodeState.COLLAPSED:
-            return f"- {self.label()} ({counted(n, 'line')})"
+            return self._name_line(self.label())
+        if self.placeholder is not None:
+            return f"{self._header()}\n{self.placeholder}"
         if state == NodeState.SUMMARY:
             shown = self._outline_text()
             if shown:
@@ -771,6 +777,36 @@ class TextNode(Node):
             head = f"{self._header()}\n({counted(n, 'line')}; first {len(first)})"
             return f"{head}\n{self._fence(chr(10).join(first))}"
         return self.render_cut(state, n)
+
+    def render_section(self, state: NodeState) -> str:
+        """As :meth:`render_state`, except that a whole file collapsed to its name under
+        the heading of its directory (its only parent a group titled with the directory's
+        path and ``/``, as a scanned tree's are) is named by its file name alone: the
+        heading just above says the rest (``## src/pkg/`` then ``- mod.py (120 lines)``).
+        A file the session saw edited is named in full, since the projection shows it
+        apart from its directory (:mod:`dagctx.projection.bands`), and so is a file linked
+        anywhere else or a range of lines."""
+        if state == NodeState.COLLAPSED:
+            name = self._listed_name()
+            if name is not None:
+                return self._name_line(display_path(name))
+        return self.render_state(state)
+
+    def _listed_name(self) -> str | None:
+        """The file name when the file is listed under its directory's heading (see
+        :meth:`render_section`), else None."""
+        graph, parents = self.graph, self._parent_ids
+        if graph is None or len(parents) != 1 or self.edited:
+            return None
+        if self.start_line is not None or self.end_line is not None:
+            return None
+        directory, _, name = self.path.rpartition("/")
+        if not directory:
+            return None
+        parent = graph.get(parents[0])
+        if isinstance(parent, GroupNode) and parent.title == f"{directory}/":
+            return name
+        return None
 
     def _outline_text(self) -> str:
         """The outline of the lines shown (:func:`dagctx.outline.outline`) as one string,

@@ -142,6 +142,8 @@ class Projector:
 
     def _new_layout(self) -> Layout:
         graph = self.graph
+        for moved in graph.take_moved():
+            self.cache.forget(moved)
         layout = Layout(graph)
         self.layout = layout
         self._plans.clear()

@@ -271,7 +271,7 @@ class SectionCache:
                 return text
         self.renders += 1
         self.renders_at[state] += 1
-        return section_text(node.render(_STATES[state]))
+        return section_text(node.render_section(_STATES[state])) if state else ""
 
     def counted(self, node: Node, state: int) -> int:
         """The count of ``node``'s section at ``state`` if it is known (-1: not counted
@@ -422,7 +422,8 @@ class SectionCache:
             counts[node.id] = version << top | ((each & low) + ones) ^ (each & high)
 
     def forget(self, node_id: str) -> None:
-        """Drop what is cached for a node (it left the graph)."""
+        """Drop what is cached for a node (it left the graph, or its section changed at
+        the same version: :meth:`~dagctx.graph.ContextGraph.take_moved`)."""
         self._counts.pop(node_id, None)
         self._variants.pop(node_id, None)
         self._asked.discard(node_id)
