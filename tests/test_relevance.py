@@ -36,6 +36,8 @@ from dagctx.projection.relevance import (
     Bm25Index,
     file_kind,
     match_weight,
+    name_terms,
+    path_terms,
     peripheral,
     prior,
     tier,
@@ -424,7 +426,7 @@ class TestRanking:
         )
         for name in ("alpha", "beta", "gamma", "delta", "epsilon"):
             calls = "".join(f"    y = helper_{i}(y)\n" for i in range(30))
-            (tmp_path / f"{name}.py").write_text(
+            (tmp_path / f"run_{name}.py").write_text(  # its name is no word of the focus
                 f"from core import *\n\n\ndef {name}_run(y):\n{calls}    return y\n"
             )
         (tmp_path / "tokens.py").write_text(
@@ -435,6 +437,26 @@ class TestRanking:
         best = max(v.lexical for v in by_label.values())
         assert all(v.graph <= best + 1e-9 for v in by_label.values())
         assert by_label["tokens.py"].level > by_label["core.py"].level
+
+    def test_a_focus_naming_a_file_as_its_code_does_ranks_that_file_first(
+        self, tmp_path: Path
+    ) -> None:
+        """Split and stemmed, ``TypeAdapters`` is "type adapter", the words of every type
+        adapter: written whole, it is also the name of one file, which ranks first."""
+        bind = tmp_path / "gson" / "bind"
+        bind.mkdir(parents=True)
+        for name in ("TypeAdapter", "TypeAdapters", "EnumTypeAdapter", "ArrayTypeAdapter"):
+            (bind / f"{name}.java").write_text(
+                f"public class {name} {{\n  // a type adapter for enum values\n"
+                f"  public Object read(Object in) {{ return in; }}\n}}\n"
+            )
+        assert name_terms("Fix TypeAdapters enum, _client.py") == [
+            "=typeadapters", "=enum", "=_client",
+        ]  # fmt: skip
+        assert "=typeadapters" in path_terms("gson/bind/TypeAdapters.java")
+        p = render(tmp_path, 100_000, "Fix TypeAdapters enum adapter for enum constants")
+        by_label = {p.labels[k].rpartition("/")[2]: v for k, v in p.scores.items()}
+        assert max(by_label, key=lambda k: by_label[k].lexical) == "TypeAdapters.java"
 
     def test_a_changelog_matches_less_than_the_code_it_describes(self, tmp_path: Path) -> None:
         """A changelog names every past change, so a task's words match it whatever the

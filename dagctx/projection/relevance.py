@@ -5,11 +5,12 @@ A text file's score has two parts:
 - **lexical** (0..1): BM25 of the focus against the file's content (the names it defines
   count :data:`SYMBOL_WEIGHT` times more; lengths normalized against a fixed
   :data:`AVERAGE_LENGTH`), plus :data:`PATH_WEIGHT` × the inverse document frequency
-  among paths of each focus term in its path; divided by the most a file can score and
-  scaled down for docs, tests and fixtures (:data:`KIND_WEIGHT`), and for a changelog
-  further (:data:`CHANGELOG_WEIGHT`: it names every past change, so a task's words
-  match it whatever the task), as for the files that say how to work on the project
-  rather than being it (issue and pull-request templates, CI workflows under
+  among paths of each focus term in its path (and of each focus word that is the file's
+  name less its extensions, matched whole: :func:`name_terms`); divided by the most a
+  file can score and scaled down for docs, tests and fixtures (:data:`KIND_WEIGHT`),
+  and for a changelog further (:data:`CHANGELOG_WEIGHT`: it names every past change,
+  so a task's words match it whatever the task), as for the files that say how to work
+  on the project rather than being it (issue and pull-request templates, CI workflows under
   ``.github/``, ``.gitlab/`` or ``.circleci/``, ``CONTRIBUTING``, ``CODE_OF_CONDUCT``,
   ``SECURITY``: written in the words of every bug report; :func:`match_weight`). Terms
   come from
@@ -287,9 +288,25 @@ CHAT_TERMS = frozenset(
 )
 
 
+#: Marks a file-name term (:func:`name_terms`), which no word of content ever is.
+NAME_MARK = "="
+_NAME_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+
+
+def name_terms(text: str) -> list[str]:
+    """The words of ``text`` (of four characters or more) whole and case-folded, each as
+    a file-name term: a focus that writes a file's name as its code does
+    (``TypeAdapters``, ``_client``) names that file, where the split and stemmed terms
+    (type, adapter) match every file about type adapters alike."""
+    return [NAME_MARK + word.casefold() for word in _NAME_WORD.findall(text)]
+
+
 def path_terms(path: str) -> frozenset[str]:
-    """The terms of a path's components."""
-    return frozenset(terms(path.replace("/", " ").replace(".", " ")))
+    """The terms of a path's components, and the file's name less its extensions as a
+    file-name term (:func:`name_terms`; ``TypeAdapters.java`` → ``=typeadapters``)."""
+    stem = path.rpartition("/")[2].partition(".")[0].casefold()
+    found = terms(path.replace("/", " ").replace(".", " "))
+    return frozenset([*found, NAME_MARK + stem] if len(stem) >= 4 else found)
 
 
 def defined_names(content: str) -> list[str]:
@@ -388,11 +405,15 @@ class Bm25Index:
                 self.postings.clear()
                 self.saturated.clear()
             norm = self.norm
-            held = {
-                nid: _saturated(doc[1][term], norm[nid])
-                for nid, doc in self.docs.items()
-                if term in doc[1]
-            }
+            held = (
+                {}  # a file-name term is in no content: no pass over the files
+                if term.startswith(NAME_MARK)
+                else {
+                    nid: _saturated(doc[1][term], norm[nid])
+                    for nid, doc in self.docs.items()
+                    if term in doc[1]
+                }
+            )
             self.saturated[term] = held
             ids = self.postings[term] = set(held)
         return ids
@@ -614,7 +635,7 @@ class Relevance:
             return {}
         index = self._index
         nodes, ref = layout.nodes, layout.ref
-        query = terms(self.focus)
+        query = [*terms(self.focus), *name_terms(self.focus)]
         if index is None or changed is None:
             index = self._index = index or Bm25Index()
             texts = [n for i, n in enumerate(nodes) if not ref[i] and isinstance(n, TextNode)]
