@@ -419,6 +419,27 @@ def _turn(session: Session, tracker: TreeTracker) -> str:
     return _normalized(text)
 
 
+class TestDeletedBeforeTheSave:
+    def test_a_file_shown_deleted_when_saved_is_removed_at_the_first_tick(self, tree: Path) -> None:
+        """A session saved between the tick that showed a file deleted and the tick
+        that removes it (as ``dagctx watch --once`` leaves it) removes it at the first
+        tick after the resume; a file deleted longer ago stays removed."""
+        session, _ = _cold(tree, 100_000)
+        with session:
+            tracker = TreeTracker(session, ".")
+            tracker.load()  # adopts the scanned tree
+            (tree / "pkg1" / "mod1.py").unlink()
+            session.queue_result(partial(tracker.apply_survey, tracker.top))
+            session.tick()
+            assert session.text_nodes("pkg1/mod1.py")[0].placeholder == "[file deleted]"
+            session.save()
+        resumed, result = _resume(tree)
+        with resumed:
+            assert resumed.text_nodes("pkg1/mod1.py") == []
+            assert "pkg1/mod1.py" not in result.projection.text
+            assert "pkg1/mod4.py" in result.projection.text
+
+
 class TestTurnsAfterAResume:
     @settings(
         max_examples=10,
