@@ -398,6 +398,42 @@ class TestExtras:
         assert again.content == "alpha\nbeta" and again._extras is None
         assert again.snapshot() == node.snapshot()
 
+    def test_a_paused_node_holds_a_record_a_running_one_none(self, tmp_path: Path) -> None:
+        (tmp_path / "a.txt").write_text("alpha\n")
+        node = TextNode("a.txt", root=tmp_path)
+        assert (node.mode, node._extras) == ("running", None)
+        node.pause()
+        assert (node.mode, node._extras is not None) == ("paused", True)
+        again = Node.from_dict(json.loads(json.dumps(node.to_dict())))
+        assert again.mode == "paused"
+        node.run()
+        assert (node.mode, node._extras) == ("running", None)
+        running = "".join(["run", "ning"])  # equal to the default, another object
+        for made in (
+            GroupNode("g", mode=running),
+            Node.from_dict({**GroupNode("g").to_dict(), "mode": running}),
+        ):
+            assert (made.mode, made._extras) == ("running", None)
+        paused = GroupNode("g", mode="paused")
+        assert (paused.mode, paused._extras is not None) == ("paused", True)
+
+
+class TestTraces:
+    def test_equal_descriptions_are_one_string(self) -> None:
+        nodes = [GroupNode(f"g{i}") for i in range(3)]
+        said = ["".join(["linked ", "10", " children"]) for _ in nodes]
+        assert said[0] is not said[1]
+        traces = [n.mark_changed(d) for n, d in zip(nodes, said, strict=True)]
+        assert traces[0].description == "linked 10 children"
+        assert traces[0].description is traces[1].description is traces[2].description
+
+    def test_a_description_of_a_str_subclass_is_kept(self) -> None:
+        class Said(str):
+            pass
+
+        trace = GroupNode("g").mark_changed(Said("edited"))
+        assert trace.description == "edited" and type(trace.description) is Said
+
 
 class TestTimes:
     def test_nodes_made_within_the_grain_share_one_float(

@@ -70,6 +70,26 @@ class TestDegradation:
             assert low.id in p.degraded
             assert mid.id not in p.degraded and high.id not in p.degraded
 
+    def test_reasons_name_each_priority_as_it_was_projected(self, tmp_path: Path) -> None:
+        names = write_files(tmp_path, 40)
+        with Session(tmp_path, budget=300) as s:
+            nodes = [s.text(n) for n in names]
+            nodes[-1].priority = 7
+            nodes[-2].priority = 50
+            s.tick()
+            first = s.project()
+            nodes[-1].priority = None
+            nodes[-2].priority = 3
+            nodes[-3].priority = 4
+            s.tick()
+            second = s.project()
+            default = nodes[0].priority
+            for p, own in ((first, {-1: 7, -2: 50}), (second, {-2: 3, -3: 4})):
+                for k in (-1, -2, -3, -4):
+                    why = p.reasons[nodes[k].id]
+                    assert why.startswith(("left out: budget", "degraded for budget")), why
+                    assert why.endswith(f"(priority {own.get(k, default)})"), why
+
     def test_long_text_is_cut_to_whole_lines_with_a_marker(self, tmp_path: Path) -> None:
         (tmp_path / "big.py").write_text("".join(f"line_{i} = {i}\n" for i in range(2000)))
         with Session(tmp_path, budget=500) as s:

@@ -4,7 +4,8 @@ A :class:`Node` owns its content and knows how to render it at each :class:`Node
 It does not own structure: parents and children live in the :class:`~dagctx.graph.ContextGraph`
 the node belongs to (which keeps a node's parent ids in the node's ``_parent_ids`` slot,
 written only by the graph's adjacency (graph/_adjacency.py): a slot costs less than a
-dict entry).
+dict entry; likewise its ``_entry`` slot holds the index of its first entry in the last
+projection layout built of it, written only by :class:`~dagctx.projection.layout.Layout`).
 Every change to what a node renders goes through :meth:`Node.mark_changed`, which bumps
 :attr:`Node.version` by one and lets the graph record a :class:`Trace` and notify the
 ancestors, so caches keyed by ``(id, version, state)`` are always valid. The one render
@@ -19,8 +20,8 @@ A type whose nodes a session holds by the thousand (file nodes) may also be save
 block of columns (:meth:`Node.to_columns`, :meth:`Node.from_columns`): each field is
 checked once per column, not once per node.
 
-Fields that nearly every node leaves at their default (an own priority, tags; a text
-node's redaction marks and flags) are :class:`Extra` attributes: they live in one
+Fields that nearly every node leaves at their default (an own priority, tags, the paused
+mode; a text node's redaction marks and flags) are :class:`Extra` attributes: they live in one
 :class:`NodeExtras` record per node, made when one of them first takes another value and
 dropped when all are back at their defaults, so a node that has none pays one slot for
 all of them.
@@ -31,6 +32,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -150,12 +152,13 @@ class NodeExtras:
     with extras of its own subclasses it, adding their slots and defaults to
     :attr:`DEFAULTS`, and names it in :attr:`Node.extras_type`."""
 
-    __slots__ = ("_priority", "_tags")
+    __slots__ = ("_priority", "_tags", "mode")
     _priority: int | None
     _tags: set[str] | None
+    mode: Literal["running", "paused"]
     #: Each field's default, by slot name: a record whose fields all hold theirs is
-    #: dropped (compared by identity: None, False, 0).
-    DEFAULTS: ClassVar[dict[str, Any]] = {"_priority": None, "_tags": None}
+    #: dropped (compared by identity: None, False, 0, the interned "running").
+    DEFAULTS: ClassVar[dict[str, Any]] = {"_priority": None, "_tags": None, "mode": "running"}
 
     def __init__(self) -> None:
         for name, value in self.DEFAULTS.items():
@@ -257,6 +260,7 @@ class Node:
 
     __slots__ = (
         "__weakref__",
+        "_entry",
         "_extras",
         "_parent_ids",
         "created_at",
@@ -264,7 +268,6 @@ class Node:
         "graph",
         "id",
         "last_run",
-        "mode",
         "seq",
         "state",
         "updated_at",
@@ -295,11 +298,12 @@ class Node:
                 f"mode must be 'running' or 'paused', got {mode!r}", field="mode", value=mode
             )
         self._extras: NodeExtras | None = None
+        self._entry = -1  # a projection layout's (see the module docstring)
         self._parent_ids: tuple[str, ...] = ()  # the graph's (see the module docstring)
         self.id: str = id or ""
         self.version = 0
         self.state = self.default_state if state is None else NodeState.parse(state)
-        self.mode: Literal["running", "paused"] = mode
+        self.mode = _MODES[mode]  # the interned value: "running" is the Extra's default
         self.frequency = frequency or self.default_frequency
         self._priority = priority
         self._tags: set[str] | None = set(tags) or None  # most nodes have none: no set
@@ -310,6 +314,7 @@ class Node:
 
     _priority: Extra[int | None] = Extra(None)
     _tags: Extra[set[str] | None] = Extra(None)
+    mode: Extra[Literal["running", "paused"]] = Extra("running")  # paused: rare
 
     # -- identity and structure -------------------------------------------------------
 
@@ -381,6 +386,8 @@ class Node:
         old = self.version
         self.version = old + 1
         self.updated_at = _now()
+        if type(description) is str:  # one string for the many equal descriptions a
+            description = sys.intern(description)  # trace log holds ("linked 10 children")
         trace = Trace(self.id, old, self.version, description, self.updated_at, derived)
         if self.graph is not None:
             self.graph.record_change(self, trace)
@@ -595,7 +602,7 @@ class Node:
             get["tags"], get["created_at"], get["updated_at"], strict=True,
         ):  # fmt: skip
             node = new(cls)
-            node._extras, node._parent_ids = None, ()
+            node._extras, node._parent_ids, node._entry = None, (), -1
             node.id, node.version, node.state, node.mode = nid, version, state, _MODES[mode]
             node.frequency = frequency
             if priority is not None:  # else the default: no extras record

@@ -102,7 +102,7 @@ sets the states that differ.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, repeat
 from operator import and_, lt, ne
 
@@ -1559,7 +1559,7 @@ class Allocation:
         self._refresh(i)
         self.total += best[2] - current
 
-    def drop_lone_companions(self, first: dict[str, int]) -> None:
+    def drop_lone_companions(self, first: Mapping[str, int]) -> None:
         """Drop every shown node whose companion (tool call ↔ result) is not shown."""
         if not self.companions:
             return

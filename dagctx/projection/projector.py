@@ -120,7 +120,9 @@ class Projector:
         self._plans: dict[int, _Plan] = {}
         self._mark = 0
         self.labels: list[str] = []
-        self.prio: list[int] = []
+        # each entry's priority where it is not its type's default (the reasons of the
+        # account name it; most nodes keep the default)
+        self.prio: dict[int, int] = {}
         self._labels_shared = self._prio_shared = False
         self.relevance = Relevance()
         # (trace position, entries whose relevance level changed then without a trace)
@@ -155,7 +157,11 @@ class Projector:
         self._recounted.clear()
         nodes, ref = layout.nodes, layout.ref
         self.labels = [("" if ref[i] else inline(n.label())) for i, n in enumerate(nodes)]
-        self.prio = [(0 if ref[i] else n.priority) for i, n in enumerate(nodes)]
+        self.prio = {
+            i: n.priority
+            for i, n in enumerate(nodes)
+            if not ref[i] and n.priority != n.default_priority
+        }
         talk = [n for i, n in enumerate(nodes) if not ref[i] and band_of(n) == CONVERSATION]
         cut, before = settled(talk), last_chunk(talk)
         self._settled = {n.id for n in talk[:cut]}
@@ -202,8 +208,8 @@ class Projector:
             if nid in seen:
                 continue
             seen.add(nid)
-            i = first.get(nid)
-            if i is None:
+            i = first.index(nid)
+            if i < 0:
                 if nid in layout.hidden and nid in graph and graph.get(nid).state:
                     return self._new_layout()  # a hidden node asks to be shown now
                 continue
@@ -219,10 +225,13 @@ class Projector:
                 self.labels[i] = label
                 for plan in self._plans.values():
                     plan.left = None
-            if prio != self.prio[i]:
+            if prio != self.prio.get(i, node.default_priority):
                 if self._prio_shared:
-                    self.prio, self._prio_shared = list(self.prio), False
-                self.prio[i] = prio
+                    self.prio, self._prio_shared = dict(self.prio), False
+                if prio == node.default_priority:
+                    del self.prio[i]
+                else:
+                    self.prio[i] = prio
         self._mark = len(traces)
         if relevance.focus != focus:
             moved = relevance.refocus(layout, changed)
@@ -582,6 +591,9 @@ class Projector:
         def omitted() -> list[str]:
             return [nodes[i].id for i in range(len(nodes)) if not gone[i] and not ref[i]]
 
+        def priority(i: int) -> int:
+            return prio.get(i, nodes[i].default_priority)
+
         def reasons() -> dict[str, str]:
             out: dict[str, str] = {}
             for i in range(len(nodes)):
@@ -592,11 +604,11 @@ class Projector:
                 elif not vis[i]:
                     why = "inside a collapsed parent (budget)"
                 elif cur[i] == OMIT:
-                    why = f"left out: budget (priority {prio[i]})"
+                    why = f"left out: budget (priority {priority(i)})"
                 elif i in cut:
                     why = f"cut to {counted(cut[i], 'line')} to fit the budget"
                 elif cur[i] < requested[i]:
-                    why = f"degraded for budget (priority {prio[i]})"
+                    why = f"degraded for budget (priority {priority(i)})"
                 else:
                     continue
                 out[nodes[i].id] = why

@@ -99,6 +99,7 @@ SMALL_LINES = 400
 TIERS = 20
 BUCKET_STEPS = 16  # buckets per unit of combined score
 BUCKETS = 24  # buckets 1..24 cover combined scores 0..1.44 (a step each 1/16)
+FEW_LOOKUPS = 64  # ids of files looked up one by one in the layout; more: its dict
 RELATED_BUCKET = 2  # files below this bucket are unrelated to the focus (left out first)
 GRAPH_WEIGHT = 0.75  # how much the reference graph counts beside the lexical match
 RECENT_WEIGHT = 0.3  # how much recent attention counts
@@ -853,8 +854,8 @@ class Relevance:
             moved.update(context)  # a file with a context part: as below
         lexical_of, graph_of, recent_of = lexical.get, graph.get, recent.get
         for nid in moved:
-            i = first.get(nid)
-            if i is None or i in todo:
+            i = first.index(nid)
+            if i < 0 or i in todo:
                 continue
             combined = lexical_of(nid, 0.0)  # + 0.0 twice (no context part) is the same
             if nid in context:  # the same sum as _own's, term by term
@@ -883,9 +884,12 @@ class Relevance:
         :func:`bucket` of :meth:`_own`'s sum gives when the other parts are 0) is not
         the one its level holds its new level (its tier kept); returns those files.
         A container among them goes in ``todo`` (-1: from its children)."""
-        first, level, end = layout.first.get, layout.level, layout.end
-        top, steps = BUCKETS - 1, BUCKET_STEPS
         lexical = self._lexical
+        # a dict for a pass over every file (a focus's); the nodes' own indices for a few
+        many = len(lexical) + len(before) > FEW_LOOKUPS
+        first = layout.first.table().get if many else layout.first.get
+        level, end = layout.level, layout.end
+        top, steps = BUCKETS - 1, BUCKET_STEPS
         done: list[int] = []
         for nid, value in lexical.items():
             if nid in context:
