@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scratch_support import from_scratch
 
 from dagctx import NodeState, Session
 from dagctx.nodes.text import TextNode
@@ -260,8 +261,7 @@ class TestIncrementalOutlines:
                     s.set_budget(int(str(b)))
                 result = s.tick()
                 p = result.projection
-                shown = result.changes if result.turn > 1 else []
-                fresh = build_projection(s.graph, SectionCache(s.counter), s.budget, changes=shown)
+                fresh = from_scratch(s, result)
                 assert p.text == fresh.text
                 assert p.sections == fresh.sections and p.omitted == fresh.omitted
                 assert p.tokens <= s.budget

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from scratch_support import from_scratch
 
 from dagctx import DagctxError, NodeState, Session
 from dagctx._words import stem, terms, tokenize
@@ -1113,8 +1114,7 @@ def _turns_match_fresh_builds(root: Path, budget: int, ops: list[tuple[str, int,
                 s.set_budget(int(str(b)))
             result = s.tick()
             p = result.projection
-            shown = result.changes if result.turn > 1 else []
-            fresh = build_projection(s.graph, SectionCache(s.counter), s.budget, changes=shown)
+            fresh = from_scratch(s, result)
             assert p.text == fresh.text
             assert p.sections == fresh.sections and p.omitted == fresh.omitted
             assert p.tokens <= s.budget
@@ -1205,8 +1205,7 @@ class TestReferenceGraphLater:
                     assert not was_later
                     assert all(score.graph == 0 for score in p.scores.values())
                     continue
-                shown = result.changes if result.turn > 1 else []
-                fresh = build_projection(s.graph, SectionCache(s.counter), s.budget, changes=shown)
+                fresh = from_scratch(s, result)
                 assert p.text == fresh.text
                 assert p.sections == fresh.sections and p.omitted == fresh.omitted
                 assert p.scores == fresh.scores
@@ -1518,8 +1517,7 @@ class TestFocusChangeCost:
                 else:
                     s.set_budget(int(str(b)))
                 result = s.tick()
-                shown = result.changes if result.turn > 1 else []
-                fresh = build_projection(s.graph, SectionCache(s.counter), s.budget, changes=shown)
+                fresh = from_scratch(s, result)
                 assert result.projection.text == fresh.text
                 assert result.projection.scores == fresh.scores
 
