@@ -87,3 +87,19 @@ class TestCommandLineStart:
         )  # fmt: skip
         assert done.returncode == 0
         assert done.stdout.startswith("dagctx ") and len(done.stdout.split()) == 2
+
+    def test_python_m_dagctx_is_the_command(self) -> None:
+        """``python -m dagctx`` runs the same command as ``python -m dagctx.cli``."""
+        runs = [
+            subprocess.run(
+                [sys.executable, "-m", module, "--version"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            for module in ("dagctx", "dagctx.cli")
+        ]
+        assert [run.returncode for run in runs] == [0, 0]
+        assert runs[0].stdout == runs[1].stdout
+        assert runs[0].stdout.startswith("dagctx ")
