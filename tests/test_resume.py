@@ -108,6 +108,30 @@ class TestOfflineEdits:
             assert "return 1" in text
             assert session.text_nodes("pkg0/mod0.py")[0].id == ids["pkg0/mod0.py"]
 
+    def test_a_file_shown_by_two_nodes_and_edited_while_stopped_changes_both(
+        self, tree: Path
+    ) -> None:
+        session, _ = _cold(tree, 100_000)
+        with session:
+            part = session.text("pkg0/mod0.py", lines=(1, 2))  # beside the tree's node
+            session.tick()
+            session.save()
+        (tree / "pkg0" / "mod0.py").write_text("def edited():\n    return 1\n")
+        (tree / "pkg0" / "mod3.py").write_text("def edited():\n    return 3\n")
+        resumed, result = _resume(tree)
+        with resumed:
+            nodes = resumed.text_nodes("pkg0/mod0.py")
+            assert part.id in {n.id for n in nodes} and len(nodes) == 2
+            changed = {t.node_id: t.description for t in result.changes if not t.derived}
+            assert {n.id: changed.get(n.id) for n in nodes} == dict.fromkeys(
+                [n.id for n in nodes], "content changed"
+            )
+            assert _file_changes(resumed, result)["pkg0/mod3.py"] == "content changed"
+            assert sorted(changed.values()) == [
+                *["content changed"] * 3,
+                "files changed while not watched: 2 edited",
+            ]
+
     def test_a_rename_while_stopped_keeps_the_node(self, tree: Path) -> None:
         ids = _save_cold(tree)
         (tree / "pkg0" / "mod3.py").rename(tree / "pkg1" / "moved.py")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -25,8 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import dagctx
 from dagctx.projection import Projection
-from dagctx.session import Session, TickResult
+from dagctx.session import Session, TickResult, resume
 from dagctx.session.file import SESSION_SCHEMA
 from dagctx.watch.patterns import compile_line
 from dagctx.watch.steering import Steering
@@ -316,6 +318,89 @@ class TestProjectedAfresh:
         _tamper(tree, damage)
         taken = _resume_both(tree)
         assert not taken
+
+
+def _package(root: Path) -> str:
+    """A package of three modules, one in a subpackage, with a ``__pycache__``."""
+    for rel in ("__init__.py", "a.py", "sub/__init__.py", "sub/b.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"NAME = {rel!r}\n")
+    (root / "__pycache__").mkdir()
+    (root / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0" * 16)
+    return str(root)
+
+
+class TestMadeHere:
+    """The code a saved projection names is this code: taken by the modules' stat keys
+    while none changed, by their source once one did."""
+
+    @pytest.fixture
+    def package(self, tmp_path: Path) -> Any:
+        clear = (resume.code_stamp.cache_clear, resume.code_digest.cache_clear)
+        for forget in clear:
+            forget()
+        yield _package(tmp_path / "pkg")
+        for forget in clear:  # each is computed once per process: fresh for the next test
+            forget()
+
+    @staticmethod
+    def _again(package: str, saved: str) -> bool:
+        """``made_here`` in a new process (nothing computed yet)."""
+        resume.code_stamp.cache_clear()
+        resume.code_digest.cache_clear()
+        return resume.made_here(saved, package)
+
+    def test_unchanged_code_is_taken_by_its_stamp_alone(self, package: str) -> None:
+        saved = resume.made_by(package)
+        stamp, digest = saved.split(" ")
+        assert (stamp, digest) == (resume.code_stamp(package), resume.code_digest(package))
+        assert self._again(package, saved)
+        # the source is not compared while the stamp is the same
+        assert self._again(package, f"{stamp} {'0' * 32}")
+        assert not self._again(package, f"{'0' * 32} {'0' * 32}")
+
+    def test_a_module_touched_with_the_same_bytes_is_taken_by_its_source(
+        self, package: str
+    ) -> None:
+        saved = resume.made_by(package)
+        module = Path(package) / "sub" / "b.py"
+        stat = module.stat()
+        os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+        assert resume.code_stamp.__wrapped__(package) != saved.split(" ")[0]
+        assert self._again(package, saved)
+
+    @pytest.mark.parametrize("change", ["edit", "same size", "add", "remove", "rename"])
+    def test_changed_source_is_not_this_code(self, package: str, change: str) -> None:
+        saved = resume.made_by(package)
+        module = Path(package) / "sub" / "b.py"
+        if change == "edit":
+            module.write_text("NAME = 'changed'\n")
+        elif change == "same size":  # same size and mtime: another inode (a replaced file)
+            stat = module.stat()
+            replacement = module.with_name("b.new")
+            replacement.write_text(module.read_text().upper())
+            os.utime(replacement, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+            replacement.replace(module)
+        elif change == "add":
+            (Path(package) / "c.py").write_text("")
+        elif change == "remove":
+            module.unlink()
+        else:
+            module.rename(module.with_name("c.py"))
+        assert not self._again(package, saved)
+
+    def test_a_module_in_pycache_is_not_source(self, package: str) -> None:
+        saved = resume.made_by(package)
+        (Path(package) / "__pycache__" / "stray.py").write_text("X = 1\n")
+        assert self._again(package, saved)
+
+    def test_the_saved_projection_names_the_dagctx_package(self, tree: Path) -> None:
+        _save(tree, 1_500)
+        with sqlite3.connect(tree / ".dagctx" / "session.db") as con:
+            (head,) = con.execute("SELECT head FROM session_projection").fetchone()
+        assert json.loads(head[64:])["made_by"] == resume.made_by()
+        package = Path(dagctx.__file__).parent
+        assert resume.made_by() == resume.made_by(str(package))
 
 
 _head_keys = st.sampled_from(

@@ -122,6 +122,7 @@ class TestColumns:
         originals[0].tags = {"kept", "also"}  # the fields at their defaults in most nodes
         originals[1].edited = True
         originals[2].priority = -3
+        originals[3].pause()
         saved_pairs = [(n, n.snapshot()) for n in originals]
         block = TextNode.to_columns(saved_pairs)  # type: ignore[arg-type]
         rebuilt = TextNode.from_columns(json.loads(json.dumps(block)))
@@ -131,6 +132,7 @@ class TestColumns:
             raw["snapshot"] = snapshot
             one_by_one.append(Node.from_dict(json.loads(json.dumps(raw))))
         assert len(rebuilt) == len(originals) > 5
+        assert [n.mode for n in rebuilt][2:5] == ["running", "paused", "running"]
         for a, b in zip(rebuilt, one_by_one, strict=True):
             assert _slots(a) == _slots(b)
             for state in NodeState:
@@ -280,6 +282,8 @@ _values = (
 _WHOLE = [
     ("id", base_module._is_string, lambda v: type(v) is str),
     ("version", base_module.all_counts, lambda v: type(v) is int and v >= 0),
+    ("state", base_module._has_no_none, base_module._is_not_none),
+    ("mode", base_module._all_modes, lambda v: type(v) is str and v in ("running", "paused")),
     ("priority", base_module._int_or_none, lambda v: v is None or type(v) is int),
     ("tags", base_module._all_strings, base_module._strings),
     ("created_at", base_module._all_finite, base_module._finite),

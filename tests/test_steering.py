@@ -592,6 +592,27 @@ class TestWatchCommand:
         files = shown(json.loads((tree / ".dagctx" / "projection.json").read_text()))
         assert files["src/util.py"][0] == "SUMMARY" and files["src/app.py"][0] == "ALL"
 
+    def test_a_resume_without_rules_undoes_what_rules_set_and_keeps_the_rest(
+        self, tree: Path
+    ) -> None:
+        rules = steering_for(tree, state=["src/app.py=all"], priority=["docs/=80"])
+        with Session(tree) as session:
+            TreeTracker(session, ".", steering=rules).load()
+            session.tick()
+            (util,) = session.text_nodes("src/util.py")
+            util.tags.add("mine")  # a tag of its own: an extras record, no rule's tag
+            util.set_state("summary")  # as the set_node_state tool would
+            session.save()
+        with Session.load(root=tree) as session:
+            TreeTracker(session, ".").load()  # no rule at all
+            session.tick()
+            (app,) = session.text_nodes("src/app.py")
+            (guide,) = session.text_nodes("docs/guide.md")
+            (util,) = session.text_nodes("src/util.py")
+            assert (app.state, app.tags) == (app.default_state, set())
+            assert (guide.priority, guide.tags) == (guide.default_priority, set())
+            assert (util.state, util.tags) == (NodeState.SUMMARY, {"mine"})
+
     def test_a_bad_setting_stops_watch_before_it_resumes(
         self, tree: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

@@ -577,11 +577,22 @@ class Node:
             rule="an int >= 0",
             whole=all_counts,
         )
-        states = [_STATE_NAMES.get(v) if type(v) is str else None for v in get["state"]]
-        check_column(states, "state", lambda v: v is not None, get["state"], "a state name")
+        saved_states = get["state"]
+        states = (
+            list(map(_STATE_NAMES.get, saved_states))
+            if _is_string(saved_states)
+            else [_STATE_NAMES.get(v) if type(v) is str else None for v in saved_states]
+        )
+        check_column(
+            states, "state", _is_not_none, saved_states, "a state name", whole=_has_no_none
+        )
         modes = get["mode"]
         check_column(
-            modes, "mode", lambda v: type(v) is str and v in _MODES, rule="running or paused"
+            modes,
+            "mode",
+            lambda v: type(v) is str and v in _MODES,
+            rule="running or paused",
+            whole=_all_modes,
         )
         frequencies = _frequencies(get["frequency"])
         check_column(
@@ -595,23 +606,28 @@ class Node:
         for key in ("created_at", "updated_at"):
             check_column(get[key], key, _finite, rule="a finite number", whole=_all_finite)
         nodes: list[Node] = []
+        # equal times (nodes made within TIME_GRAIN) share one float again
         times: dict[float, float] = {}
+        created_at, updated_at = (
+            list(map(times.setdefault, get[key], map(float, get[key])))
+            for key in ("created_at", "updated_at")
+        )
         new = cls.__new__
         for nid, version, state, mode, frequency, priority, tags, created, updated in zip(
             ids, get["version"], states, modes, frequencies, get["priority"],
-            get["tags"], get["created_at"], get["updated_at"], strict=True,
+            get["tags"], created_at, updated_at, strict=True,
         ):  # fmt: skip
             node = new(cls)
             node._extras, node._parent_ids, node._entry = None, (), -1
-            node.id, node.version, node.state, node.mode = nid, version, state, _MODES[mode]
+            node.id, node.version, node.state = nid, version, state
+            if mode != "running":  # else the default: no extras record
+                node.mode = _MODES[mode]
             node.frequency = frequency
-            if priority is not None:  # else the default: no extras record
+            if priority is not None:
                 node._priority = priority
             if tags:
                 node._tags = set(tags)
-            # equal times (nodes made within TIME_GRAIN) share one float again
-            node.created_at = created = times.setdefault(created, float(created))
-            node.updated_at = times.setdefault(updated, float(updated))
+            node.created_at, node.updated_at = created, updated
             node.graph, node.last_run, node.seq = None, None, 0
             nodes.append(node)
         own = {key: _column(columns, key, count) for key in cls.column_keys}
@@ -754,6 +770,22 @@ def all_counts(column: list[Any]) -> bool:
 
 _INT = frozenset({int})
 _is_string = of_types(str)
+
+
+def _is_not_none(value: Any) -> bool:
+    return value is not None
+
+
+def _has_no_none(column: list[Any]) -> bool:
+    """A ``whole`` test for :func:`check_column`: no value is None."""
+    return None not in column
+
+
+def _all_modes(column: list[Any]) -> bool:
+    """A ``whole`` test for :func:`check_column`: every value is a mode's name."""
+    return _is_string(column) and set(column) <= _MODES.keys()
+
+
 _int_or_none = of_types(int, type(None))
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from dagctx.nodes.base import NodeState
@@ -112,10 +113,12 @@ def _account(projection: Projection) -> dict[str, Any]:
     }
 
 
-def load_projection(head_text: object, blob: object, made_by: str) -> Projection | None:
+def load_projection(
+    head_text: object, blob: object, made_here: Callable[[object], bool]
+) -> Projection | None:
     """The projection :func:`save_projection` gave ``head_text`` and ``blob`` for, or
-    None when they are not such parts of one the code ``made_by`` names made (never
-    raises)."""
+    None when they are not such parts of one made by code that ``made_here`` takes (it
+    is given the saved ``made_by``; never raises)."""
     if not isinstance(head_text, str | bytes) or type(blob) is not bytes:
         return None
     raw = head_text.encode() if isinstance(head_text, str) else head_text
@@ -125,7 +128,7 @@ def load_projection(head_text: object, blob: object, made_by: str) -> Projection
         head = json.loads(raw[_CHECK:])
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
-    if type(head) is not dict or (head.get("format"), head.get("made_by")) != (FORMAT, made_by):
+    if type(head) is not dict or head.get("format") != FORMAT or not made_here(head.get("made_by")):
         return None
     ints = ("tokens", "budget", "stable_prefix_tokens")
     strings = ("text", "prefix_break", "cache_key")

@@ -28,7 +28,7 @@ import contextvars
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence, Set
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
@@ -49,7 +49,7 @@ from dagctx.errors import (
 from dagctx.graph import ContextGraph, NodeRef
 from dagctx.nodes.base import Node, NodeState, TickFrequency, Trace
 from dagctx.nodes.group import GroupNode, Summarizer
-from dagctx.nodes.text import TextNode
+from dagctx.nodes.text import StatKey, TextNode
 from dagctx.projection import Projection, SectionCache, build_projection
 from dagctx.session.parts.files import FileWatch
 from dagctx.session.parts.intake import Intake
@@ -425,6 +425,33 @@ class SessionCore:
         if isinstance(held, TextNode):  # one node, as for nearly every path
             return [held] if held.graph is graph else []
         return [n for n in held if n.graph is graph]
+
+    def _differing(self, keys: Mapping[str, StatKey | None], among: Container[str]) -> list[str]:
+        """The paths of ``keys`` that are ``among`` the given ones and whose text nodes
+        would read their file again (:meth:`TextNode.differs_from` the stat key a walk
+        took, or :meth:`TextNode.changed_on_disk` for a path whose key is None), in the
+        order of ``keys``: a resume survey asks it of every file of a tree."""
+        index, graph, differing = self._path_index, self.graph, []
+        for path, key in keys.items():
+            if path not in among:
+                continue
+            held = index.get(path)
+            if held is None:
+                continue
+            if isinstance(held, TextNode):  # one node, as for nearly every path
+                if held.graph is graph and (
+                    held.changed_on_disk() if key is None else held.differs_from(key)
+                ):
+                    differing.append(path)
+            elif any(
+                [
+                    node.changed_on_disk() if key is None else node.differs_from(key)
+                    for node in held
+                    if node.graph is graph
+                ]
+            ):
+                differing.append(path)
+        return differing
 
     def set_budget(self, budget: int) -> None:
         """Change the token budget of later projections. Raises BudgetError."""

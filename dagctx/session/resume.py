@@ -8,9 +8,10 @@ changes to show and no previous projection, as a resumed session's first tick pr
 (:func:`offer`), and the first tick after the load takes it instead of projecting
 (:func:`take_back`) only when that tick would project exactly the same:
 
-- the head and the account are intact and were made by this code (a digest of the
-  ``dagctx`` package's source, :func:`code_digest`), for this session's root (its cache
-  key) and budget;
+- the head and the account are intact and were made by this code (:func:`made_by`: the
+  stat keys of the ``dagctx`` package's modules, :func:`code_stamp`, and a digest of
+  their source, :func:`code_digest`; :func:`made_here` reads the source only when a
+  module's stat key changed since), for this session's root (its cache key) and budget;
 - the graph is as loaded: no trace since the load and no change of structure (an edit
   found by the survey, a focus, a steering rule, any node changed: all leave traces);
 - the disk was compared with every text node since the load: a resume survey of a
@@ -42,6 +43,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from dagctx.nodes.base import Trace
+from dagctx.nodes.text import stat_key
 from dagctx.projection import Projection, build_projection
 from dagctx.projection.projector import Projector
 from dagctx.projection.saved import load_projection, save_projection
@@ -69,21 +71,63 @@ class SavedPlan:
     compared: bool = False
 
 
-@cache
-def code_digest() -> str:
-    """A digest of the source of the ``dagctx`` package (each module's path in it and
-    its bytes): what makes projections."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def _modules(package: str) -> list[str]:
+    """The paths of the modules (``.py`` files) of the package in directory ``package``,
+    sorted (its ``__pycache__`` directories hold none and are not listed)."""
     modules: list[str] = []
     for directory, subdirectories, names in os.walk(package):
-        subdirectories.sort()
+        subdirectories[:] = sorted(d for d in subdirectories if d != "__pycache__")
         modules.extend(os.path.join(directory, n) for n in names if n.endswith(".py"))
+    return sorted(modules)
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+"""The directory of the ``dagctx`` package."""
+
+
+@cache
+def code_digest(package: str = _PACKAGE) -> str:
+    """A digest of the source of the package in ``package`` (default ``dagctx``: each
+    module's path in it and its bytes): what makes projections."""
     digest = hashlib.blake2b(digest_size=16)
-    for path in sorted(modules):
-        digest.update(os.path.relpath(path, package).encode())
+    start = len(package) + 1
+    for path in _modules(package):
+        digest.update(path[start:].encode())
         with open(path, "rb") as module:
             digest.update(module.read())
     return digest.hexdigest()
+
+
+@cache
+def code_stamp(package: str = _PACKAGE) -> str:
+    """A digest of the stat keys of the modules of the package in ``package`` (default
+    ``dagctx``: each module's path in it and :func:`~dagctx.nodes.text.stat_key`, the
+    mtime, size and identity of the file it leads to, and of the link too for a symlink):
+    unchanged while no module is written, replaced, added or removed. One ``lstat`` per
+    module (and a ``stat`` of a symlink's target); nothing is read."""
+    digest = hashlib.blake2b(digest_size=16)
+    start = len(package) + 1
+    for path in _modules(package):
+        digest.update(f"{path[start:]}\0{stat_key(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def made_by(package: str = _PACKAGE) -> str:
+    """What a saved projection records of the code that made it: :func:`code_stamp` and
+    :func:`code_digest` of ``package`` (default ``dagctx``)."""
+    return f"{code_stamp(package)} {code_digest(package)}"
+
+
+def made_here(saved: object, package: str = _PACKAGE) -> bool:
+    """Whether ``saved``, what a saved projection records of the code that made it
+    (:func:`made_by`), names the code of ``package`` (default ``dagctx``) as it is now:
+    the same stamp (no module changed since, by its stat keys: nothing is read, as
+    Python takes a module's cached bytecode by its source's mtime and size) or, when a
+    module's stat key changed (a checkout, a copy, a ``touch``), the same source."""
+    if type(saved) is not str:
+        return False
+    stamp, _, digest = saved.partition(" ")
+    return stamp == code_stamp(package) or digest == code_digest(package)
 
 
 def plan_to_save(session: SessionCore, files_snapshotted: bool) -> tuple[Any, bytes] | None:
@@ -113,7 +157,7 @@ def plan_to_save(session: SessionCore, files_snapshotted: bool) -> tuple[Any, by
     projection = build_projection(
         graph, session.cache, session.budget, previous=None, cache_key=session.cache_key
     )
-    head, account = save_projection(projection, code_digest())
+    head, account = save_projection(projection, made_by())
     session._saved_plan = SavedPlan(head, account, session.budget, end, structure)
     return head, account
 
@@ -124,7 +168,7 @@ def offer(session: SessionCore, saved: tuple[Any, Any] | None) -> None:
     code and for this session's root."""
     if saved is None:
         return
-    projection = load_projection(saved[0], saved[1], code_digest())
+    projection = load_projection(saved[0], saved[1], made_here)
     if projection is None or projection.cache_key != session.cache_key:
         return
     graph = session.graph
@@ -162,4 +206,14 @@ def take_back(session: SessionCore, changes: Sequence[Trace]) -> Projection | No
     return projection
 
 
-__all__ = ["SavedPlan", "code_digest", "files_compared", "offer", "plan_to_save", "take_back"]
+__all__ = [
+    "SavedPlan",
+    "code_digest",
+    "code_stamp",
+    "files_compared",
+    "made_by",
+    "made_here",
+    "offer",
+    "plan_to_save",
+    "take_back",
+]

@@ -33,7 +33,7 @@ and the node types.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,6 +115,21 @@ class Steering:
         elif node.has_tag(STATE_TAG):
             node.set_state(node.default_state)
             node.tags.discard(STATE_TAG)
+
+    def apply_all(self, nodes: Mapping[str, TextNode]) -> None:
+        """:meth:`apply` to each of ``nodes`` (by root-relative posix path), in path
+        order. Without priority and state rules it changes only a node carrying a tag a
+        rule of an earlier run gave it (a node without an extras record has no tags), so
+        only those are visited."""
+        if not (self.priorities or self.states):
+            nodes = {
+                rel: node
+                for rel, node in nodes.items()
+                if node._extras is not None
+                and (node.has_tag(PRIORITY_TAG) or node.has_tag(STATE_TAG))
+            }
+        for rel in sorted(nodes):
+            self.apply(nodes[rel])
 
 
 #: The tag of a node whose priority a rule set.

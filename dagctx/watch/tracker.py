@@ -201,8 +201,7 @@ class TreeTracker:
         return True
 
     def _steer_adopted(self) -> None:
-        for rel in sorted(self.files):
-            self.steering.apply(self.files[rel])
+        self.steering.apply_all(self.files)
 
     def _adopt(self, top: GroupNode) -> None:
         """Index the directory groups and whole-file nodes below ``top`` (by their paths)."""
@@ -331,15 +330,11 @@ class TreeTracker:
         if self.filter.include:  # as the scan: no group for a directory without files
             new_dirs &= {d for f in files for d in _ancestors(f, "")}
         plan.new_dirs.update(new_dirs)
-        tracked, text_nodes, touched = self.files, self.session.text_nodes, plan.touched
-        for rel, key in files.items():  # every file of the tree at a resume: one lstat each
+        tracked = self.files
+        for rel in files:  # every file of the tree at a resume: one lstat each
             if rel not in tracked:
                 self._add_candidate(rel, plan)
-            elif key is None:
-                if any([node.changed_on_disk() for node in text_nodes(rel)]):
-                    touched.add(rel)
-            elif any([node.differs_from(key) for node in text_nodes(rel)]):
-                touched.add(rel)
+        plan.touched.update(self.session._differing(files, tracked))
         for rel in [r for r in self.files.keys() - files if _under(r, rel_dir)]:
             on_disk = (self.session.root / rel).is_file()
             (plan.dropped if on_disk else plan.deleted).add(rel)
