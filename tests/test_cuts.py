@@ -424,3 +424,159 @@ class TestTheLeastCut:
                 assert len(named) > 30, p.explain()
                 # parsed: the files shown as outlines or cuts, not the ones shown as names
                 assert len(set(parsed)) <= 60 - len(named) + 2, (len(set(parsed)), len(named))
+
+
+class TestLongDocCommentsAreTrimmed:
+    """A definition shown in full in a cut keeps the first paragraph of a long doc comment
+    or docstring (at most DOC_LINES lines that say something) and its closing line; the
+    rest is one marker with its line range, so the code takes the room."""
+
+    JAVA = (
+        "package g;\n\npublic class Adapter {\n"
+        "  /**\n   * Writes one value.\n   *\n   * @param v the value\n   */\n"
+        "  public void write(int v) {\n    v = v + 1;\n  }\n\n"
+        "  /**\n   * Makes this adapter null tolerant.\n   *\n"
+        + "".join(f"   * Example line {i} of the nulls.\n" for i in range(20))
+        + "   */\n  public final Adapter nullSafe() {\n    return this;\n  }\n\n"
+        "  /**\n   * Writes it again.\n   *\n   * @param v the value\n   */\n"
+        "  public void write2(int v) {\n    v = v + 1;\n  }\n\n"
+        "  public void read(int v) {\n"
+        + "".join(f"    v = v + {i};\n" for i in range(20))
+        + "  }\n}\n"
+    )
+
+    PY_DOC = (
+        "import os\n\n\n"
+        "def register(app, name):\n"
+        '    """Register a blueprint on the app. Keyword\n'
+        "    arguments override the defaults.\n\n"
+        + "".join(f"    :param p{i}: option {i} of the blueprints.\n" for i in range(15))
+        + '    """\n'
+        "    app.blueprints[name] = name\n    return app\n\n\n"
+        "class Blueprint:\n"
+        '    """Represents a blueprint, a collection of routes and other\n'
+        "    app-related functions that can be registered on a real application\n"
+        "    later.\n\n"
+        + "".join(f"    See line {i} of the blueprint docs.\n" for i in range(12))
+        + '    """\n\n    name = "bp"\n\n'
+        "    def make(self):\n        x = 1\n        return x\n"
+    )
+
+    def render_full(self, name: str, text: str, hit: str) -> str:
+        """The cut of ``text`` showing the definition ``hit`` alone in full."""
+        lines = text.split("\n")[:-1]
+        cut = partition(outline(name, text), lines)
+        assert cut is not None
+        ladder = cut.ladder(lines, [1.0 if u.name == hit else 0.0 for u in cut.units])
+        out, _, names = cut.render(lines, ladder, 1)
+        assert names == [hit]
+        return "\n".join(out)
+
+    def test_a_javadoc_keeps_its_first_paragraph_and_its_close(self) -> None:
+        java = self.JAVA
+        text = self.render_full("Adapter.java", java, "nullSafe")
+        first, last = line_of(java, "   *\n   * Example line 0"), line_of(java, "line 19 of")
+        assert (
+            "  /**\n   * Makes this adapter null tolerant.\n"
+            f"   … lines {first}–{last} elided\n"
+            "   */\n  public final Adapter nullSafe() {\n    return this;\n  }"
+        ) in text
+        assert "Example line" not in text
+
+    def test_a_short_doc_comment_stays_whole(self) -> None:
+        """Its paragraphs after the first take fewer than MIN_LINES lines: a marker would
+        save nothing."""
+        java = self.JAVA
+        text = self.render_full("Adapter.java", java, "write2")
+        assert "   * Writes it again.\n   *\n   * @param v the value\n   */" in text
+
+    def test_a_docstring_keeps_its_first_paragraph_and_its_close(self) -> None:
+        py = self.PY_DOC
+        text = self.render_full("bp.py", py, "register")
+        first, last = line_of(py, "    :param p0:"), line_of(py, "    :param p14:")
+        assert (
+            'def register(app, name):\n    """Register a blueprint on the app. Keyword\n'
+            "    arguments override the defaults.\n"
+            f"    … lines {first - 1}–{last} elided\n"
+            '    """\n    app.blueprints[name] = name'
+        ) in text
+
+    def test_a_class_docstring_in_its_head_is_trimmed_too(self) -> None:
+        py = self.PY_DOC
+        lines = py.split("\n")[:-1]
+        cut = partition(outline("bp.py", py), lines)
+        assert cut is not None
+        ladder = cut.ladder(lines, [0.0] * len(cut.units))
+        out, _, _ = cut.render(lines, ladder, ladder.steps - 1)  # all but one unit in full
+        text = "\n".join(out)
+        first, last = line_of(py, "    See line 0"), line_of(py, "    See line 11")
+        assert (
+            '    """Represents a blueprint, a collection of routes and other\n'
+            "    app-related functions that can be registered on a real application\n"
+            "    later.\n"
+            f"    … lines {first - 1}–{last} elided\n"
+            '    """'
+        ) in text
+
+    def test_only_in_cuts(self, tmp_path: Path) -> None:
+        """The whole file, where it fits, shows every doc line."""
+        write(tmp_path, "bp.py", self.PY_DOC)
+        with Session(tmp_path, budget=100_000) as s:
+            s.text("bp.py")
+            s.focus("register the blueprint")
+            p = s.tick().projection
+        assert self.PY_DOC.rstrip("\n") in p.text
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        docs=st.lists(st.integers(0, 14), min_size=1, max_size=5),
+        style=st.sampled_from(["python", "java", "go"]),
+        data=st.data(),
+    )
+    def test_every_line_is_shown_or_inside_one_marker(
+        self, docs: list[int], style: str, data: st.DataObject
+    ) -> None:
+        """At every step, numbered: each shown line is the file's line of that number, and
+        every line of the file not shown is blank or in exactly one marker's range."""
+        parts: list[str] = []
+        for k, n in enumerate(docs):
+            said = [f"doc line {i} of f{k}." if i % 4 else "" for i in range(n)]
+            if style == "python":
+                doc = [f'    """f{k} does things.', *[f"    {s}".rstrip() for s in said]]
+                parts += [f"def f{k}(v):", *doc, '    """', "    v = v + 1", "    return v", ""]
+            elif style == "java":
+                doc = ["  /**", f"   * f{k} does things.", *[f"   * {s}".rstrip() for s in said]]
+                parts += [*doc, "   */", f"  int f{k}(int v) {{", "    v = v + 1;", "    return v;"]
+                parts += ["  }", ""]
+            else:
+                doc = [f"// f{k} does things.", *[f"// {s}".rstrip() for s in said]]
+                parts += [*doc, f"func f{k}(v int) int {{", "\tv = v + 1", "\treturn v", "}", ""]
+        if style == "java":
+            parts = ["class A {", *parts, "}"]
+        if style == "go":
+            parts = ["package a", "", *parts]
+        text = "\n".join(parts) + "\n"
+        name = {"python": "a.py", "java": "A.java", "go": "a.go"}[style]
+        lines = text.split("\n")[:-1]
+        cut = partition(outline(name, text), lines)
+        assert cut is not None
+        scores = data.draw(st.lists(st.sampled_from([0.0, 1.0, 2.5]), min_size=len(cut.units),
+                                    max_size=len(cut.units)))  # fmt: skip
+        ladder = cut.ladder(lines, scores)
+        for step in range(ladder.steps):
+            out, kept, _ = cut.render(lines, ladder, step, numbered=True)
+            covered = [0] * len(lines)
+            shown = 0
+            for line in out:
+                marker = re.fullmatch(r"\s*… lines (\d+)–(\d+) elided(: .*)?", line)
+                if marker:
+                    for i in range(int(marker.group(1)), int(marker.group(2)) + 1):
+                        covered[i - 1] += 1
+                    continue
+                number, _, rest = line.strip(" ").partition(" ")
+                assert lines[int(number) - 1] == line[len(line) - len(rest) :] if rest else True
+                covered[int(number) - 1] += 1
+                shown += 1
+            assert kept == shown
+            for i, times in enumerate(covered):
+                assert times == 1 or (times == 0 and not lines[i].strip()), (step, i, out)

@@ -312,6 +312,7 @@ class TestProperties:
         budget=st.integers(30, 5000),
         focus=st.sampled_from([None, "restore", "render page", "restore render"]),
         state=st.sampled_from(["DETAILS", "ALL"]),
+        doc=st.integers(0, 12),
     )
     def test_hard_budget_under_focus_and_focused_cuts(
         self,
@@ -320,7 +321,9 @@ class TestProperties:
         budget: int,
         focus: str | None,
         state: str,
+        doc: int,
     ) -> None:
+        """Also with docstrings of ``doc`` lines, which a cut trims."""
         root = Path(tempfile.mkdtemp(dir=tmp_path))
         words = ("restore", "render", "page", "colors")
         for i, functions in enumerate(sizes):
@@ -328,6 +331,9 @@ class TestProperties:
             for j, n in enumerate(functions):
                 word = words[(i + j) % len(words)]
                 code.append(f"def {word}_{j}(value):")
+                if doc:
+                    code.append(f'    """{word.title()} it.')
+                    code += [f"    About {word} {k}." for k in range(doc)] + ['    """']
                 code += [f"    value = value + {k}  # {word}" for k in range(n)]
                 code.append("")
             (root / f"m{i}.py").write_text("\n".join(code))

@@ -17,12 +17,17 @@ matching units in full with one marker line per range between them; then, one li
 time, the *outline layout*: each unit not in full as one marker line indented like its
 first line, ``… lines 120–260 elided: def load(self, name)  "Load a checkpoint."`` for a
 definition, ``… lines 3–40 elided`` for other lines (with the container's docstring line
-for its head); then more units in full. Values only; imports only
+for its head); then more units in full. A unit in full keeps of a long doc comment (the
+block comment or ``//`` / ``#`` lines above a definition, a Python docstring) its first
+paragraph, at most :data:`DOC_LINES` lines that say something, and its closing ``*/`` or
+quotes; the lines between are one marker, ``… lines 254–290 elided``, so the code of a
+five-line method is not pushed out by forty lines of its Javadoc. Values only; imports only
 :mod:`dagctx.outline.model`, must not import the rest of dagctx.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,6 +35,7 @@ from dagctx.outline.model import Entry, Outline
 
 HEAD_LINES = 8  # a container's head up to this many lines is shown with its first line
 MIN_LINES = 3  # a shorter definition is shown, not marked (its marker would cost as much)
+DOC_LINES = 3  # a definition in full keeps this much of its doc comment's first paragraph
 _C_LIKE = ("//", "/*", "*")
 # what starts a line of a comment (or an annotation) written above a definition, by language
 _COMMENTS: dict[str, tuple[str, ...]] = {
@@ -55,7 +61,9 @@ class Unit:
     elided whole. ``kind`` is ``"head"`` (the file's head), ``"entry"`` (a definition:
     ``name`` and ``label`` from its outline entry) or ``"lines"`` (anything else).
     ``entry`` is the index in the outline's entries of the definition a unit of kind
-    ``"entry"`` is, -1 for the others."""
+    ``"entry"`` is, -1 for the others. ``trim`` is the range of lines (inclusive; empty
+    when its start is past its end) of the unit's long doc comment or docstring that a cut
+    showing the unit in full marks as elided (:func:`_doc_trim`)."""
 
     start: int
     end: int
@@ -63,6 +71,7 @@ class Unit:
     name: str = ""
     label: str = ""
     entry: int = -1
+    trim: tuple[int, int] = (0, -1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +219,11 @@ class Cut:
                 kinds.append(2)
                 at = unit.end + 1
                 continue
+            if unit is not None and unit.trim[0] == at <= unit.trim[1]:  # a long doc comment
+                out.append(self._span(lines, at, unit.trim[1]))
+                kinds.append(2)
+                at = unit.trim[1] + 1
+                continue
             line = lines[at]
             out.append(f"{self.first + at:>{width}} {line}" if numbered else line)
             kinds.append(0 if line.strip() else 1)
@@ -266,8 +280,10 @@ def partition(outline: Outline, lines: Sequence[str], first: int = 1) -> Cut | N
     for k, e in enumerate(entries):
         children.setdefault(e.parent, []).append(k)
     units: list[Unit] = []
-    comments = _COMMENTS.get(outline.language, ()) if outline.source == "tree-sitter" else ()
-    _within(entries, children, None, 0, n - 1, lines, first, units, comments)
+    parsed = outline.source == "tree-sitter"
+    comments = _COMMENTS.get(outline.language, ()) if parsed else ()
+    docstrings = parsed and outline.language == "python"
+    _within(entries, children, None, 0, n - 1, lines, first, units, comments, docstrings)
     return Cut(tuple(units), n, first)
 
 
@@ -281,11 +297,14 @@ def _within(
     first: int,
     units: list[Unit],
     comments: tuple[str, ...],
+    docstrings: bool,
 ) -> None:
     """Add the units of lines ``lo``..``hi`` (0-based), the span of ``parent``'s
     children (the whole file for None). A definition without children takes the comment
     block written right above it (lines starting with one of ``comments``) into its unit,
-    so that its doc comment is shown or elided with it, never alone."""
+    so that its doc comment is shown or elided with it, never alone; of a long doc
+    comment (or, with ``docstrings``, a Python docstring) the unit keeps the range a cut
+    showing it in full elides (:attr:`Unit.trim`)."""
     at = lo
     for k in children.get(parent, ()):
         e = entries[k]
@@ -299,15 +318,17 @@ def _within(
         _gap(at, top - 1, lines, units, head=parent is None and at == 0 and not units)
         if not inner:
             if end - top + 1 >= MIN_LINES:
-                units.append(Unit(top, end, "entry", e.name, _label(e), k))
+                trim = _doc_trim(lines, _doc_block(lines, top, start, end, e, docstrings))
+                units.append(Unit(top, end, "entry", e.name, _label(e), k, trim))
         else:
             body = entries[inner[0]].start - first
             if body - start > HEAD_LINES:  # a long head: to its signature, then a unit
                 doc = f'"{e.doc}"' if e.doc else ""
-                units.append(
-                    Unit(_signature_line(e, lines, start) + 1, body - 1, "lines", label=doc)
-                )
-            _within(entries, children, k, body, end, lines, first, units, comments)
+                signature = _signature_line(e, lines, start)
+                block = _docstring(lines, signature, body - 1) if docstrings else None
+                trim = _doc_trim(lines, block)
+                units.append(Unit(signature + 1, body - 1, "lines", label=doc, trim=trim))
+            _within(entries, children, k, body, end, lines, first, units, comments, docstrings)
         at = end + 1
     _gap(at, hi, lines, units, head=parent is None and at == 0)
 
@@ -352,6 +373,85 @@ def _block_opening(lines: Sequence[str], lo: int, end: int) -> int:
     if opening < lo or not all(lines[i].strip() for i in range(opening, end)):
         return -1
     return opening
+
+
+def _doc_block(
+    lines: Sequence[str], top: int, start: int, end: int, entry: Entry, docstrings: bool
+) -> tuple[int, int] | None:
+    """The lines (first, last) of the doc comment of a definition whose unit spans
+    ``top``..``end`` and whose own lines start at ``start``: the block comment (``/* …
+    */``) or run of ``//`` or ``#`` lines opening its comment block above (``top`` <
+    ``start``), else with ``docstrings`` its Python docstring; None when it has none."""
+    if top < start:
+        text = lines[top].lstrip()
+        if text.startswith("/*"):
+            close = next((at for at in range(top, start) if "*/" in lines[at]), -1)
+            return (top, close) if close >= 0 else None
+        for mark in ("//", "#"):
+            if text.startswith(mark) and not text.startswith("#["):
+                last = top
+                while last + 1 < start and lines[last + 1].lstrip().startswith(mark):
+                    last += 1
+                return top, last
+        return None
+    return _docstring(lines, _signature_line(entry, lines, start), end) if docstrings else None
+
+
+_DOCSTRING = re.compile(r"\s*[rRuU]?(\"\"\"|''')")
+
+
+def _docstring(lines: Sequence[str], signature: int, hi: int) -> tuple[int, int] | None:
+    """The lines (first, last) of the docstring of a Python definition whose signature
+    starts at line ``signature``, within line ``hi``: the first statement after the line
+    ending the signature (with ``:``), when it is a triple-quoted string on more than one
+    line; None otherwise."""
+    at = signature
+    while at <= hi and not lines[at].rstrip().endswith(":"):
+        at += 1
+    at += 1
+    while at <= hi and not lines[at].strip():
+        at += 1
+    opening = _DOCSTRING.match(lines[at]) if at <= hi else None
+    if opening is None or opening.group(1) in lines[at][opening.end() :]:
+        return None  # no docstring, or one on one line
+    quote = opening.group(1)
+    close = next((k for k in range(at + 1, hi + 1) if quote in lines[k]), -1)
+    return (at, close) if close >= 0 else None
+
+
+_DOC_MARKS = re.compile(r"\s*(?:/\*+!?|\*/|\*|//[/!]?|#|[rRuU]?(?:\"\"\"|'''))?")
+
+
+def _doc_words(line: str) -> str:
+    """What a line of a doc comment or docstring says, without its delimiters."""
+    text = _DOC_MARKS.sub("", line, count=1).strip()
+    for closing in ("*/", '"""', "'''"):
+        text = text.removesuffix(closing)
+    return text.strip()
+
+
+def _doc_trim(lines: Sequence[str], block: tuple[int, int] | None) -> tuple[int, int]:
+    """The lines of the doc comment ``block`` (first, last) a cut showing its definition in
+    full elides: those after its first paragraph, or after its first :data:`DOC_LINES`
+    lines that say something, up to its last line (kept when it only closes the comment,
+    a ``*/`` or closing quotes); none, ``(0, -1)``, when fewer than :data:`MIN_LINES`
+    would be."""
+    if block is None:
+        return (0, -1)
+    first, last = block
+    said, at = 0, first
+    while at <= last:
+        if _doc_words(lines[at]):
+            if said == DOC_LINES:
+                break
+            said += 1
+        elif said:  # a line that says nothing ends the first paragraph
+            break
+        at += 1
+    end = last - 1 if last > first and not _doc_words(lines[last]) else last
+    if end - at + 1 < MIN_LINES or not any(lines[k].strip() for k in range(at, end + 1)):
+        return (0, -1)
+    return (at, end)
 
 
 def _gap(lo: int, hi: int, lines: Sequence[str], units: list[Unit], *, head: bool) -> None:
