@@ -31,6 +31,7 @@ from dagctx.nodes.base import COMMON_COLUMNS, Node, NodeState
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.text import TextNode, unpack_stat
 from dagctx.session import Session
+from dagctx.session import store as store_module
 from dagctx.session.file import SESSION_SCHEMA, compact_column, expand_column
 from dagctx.watch.tracker import TreeTracker
 
@@ -137,6 +138,28 @@ class TestColumns:
             assert _slots(a) == _slots(b)
             for state in NodeState:
                 assert a.render(state) == b.render(state)
+
+    def test_a_media_type_or_byte_limit_left_out_is_the_default_and_specs_are_shared(
+        self, saved: Path
+    ) -> None:
+        db = saved / ".dagctx" / "session.db"
+        block = _columns(db)
+        at = {path: i for i, path in enumerate(block["path"])}
+        for path in ("pkg/mod2.py", "conf.py"):
+            block["media_type"][at[path]] = None  # guessed from the path
+            block["max_bytes"][at[path]] = None  # the default
+        block["media_type"][at["pkg/mod3.py"]] = "text/x-own"
+        _put_columns(db, block)
+        with Session.load(root=saved) as session:
+            (mod2,) = session.text_nodes("pkg/mod2.py")
+            (mod0,) = session.text_nodes("pkg/mod0.py")
+            (mod3,) = session.text_nodes("pkg/mod3.py")
+            (conf,) = session.text_nodes("conf.py")
+            assert (mod2.media_type, conf.media_type) == ("text/x-python", "text/x-python")
+            assert mod2.max_bytes == conf.max_bytes == text_module.DEFAULT_MAX_BYTES
+            assert mod2._spec is mod0._spec is conf._spec  # files read alike: one spec
+            assert mod3.media_type == "text/x-own" and mod3._spec is not mod0._spec
+            assert mod3.root is mod0.root  # one resolved root
 
     def test_a_session_saved_again_before_its_files_are_read_renders_the_same(
         self, saved: Path
@@ -316,6 +339,29 @@ class TestWholeColumnChecks:
         for key, whole, ok in _WHOLE:
             column = block[key]
             assert all(map(ok, column)) and whole(column), key
+
+
+class TestKeptColumnChecks:
+    @given(
+        key=st.sampled_from(sorted(store_module._KEPT_CHECKS)),
+        good=st.lists(_values, max_size=6),
+        odd=st.lists(_values, max_size=2),
+    )
+    def test_a_kept_column_passes_at_once_only_when_each_value_passes(
+        self, key: str, good: list[Any], odd: list[Any]
+    ) -> None:
+        ok, whole = store_module._KEPT_CHECKS[key]
+        column = [v for v in good if ok(v)] + odd
+        if whole(column):
+            assert all(map(ok, column))
+
+    def test_a_saved_block_passes_each_kept_check_at_once(self, saved: Path) -> None:
+        block = _columns(saved / ".dagctx" / "session.db")
+        for key, (ok, whole) in store_module._KEPT_CHECKS.items():
+            assert all(map(ok, block[key])) and whole(block[key]), key
+        block["last_run"][0] = 2  # an int: asked value by value, and taken
+        ok, whole = store_module._KEPT_CHECKS["last_run"]
+        assert not whole(block["last_run"]) and all(map(ok, block["last_run"]))
 
 
 def _old_block(block: dict[str, Any]) -> dict[str, Any]:

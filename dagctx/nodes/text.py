@@ -1141,29 +1141,36 @@ class TextNode(Node):
             at = next((i for i, n in enumerate(lines) if n == 0 and bodies[i] != empty), None)
             if at is not None:
                 raise column_error("digest", digests[at], "the digest of no text (no lines)")
-        roots = {root: _resolved_root(root) for root in set(get("root"))}
-        guess = mimetypes.guess_type
         stats = get("stat")  # keys, or (saved before session schema 5) their three fields
         keys = stats if set(map(type, stats)) <= _KEYS else list(map(_stat_key, stats))
         paths = get("path")
         if not _all_posix(paths):
             paths = list(map(_posix, paths))
+        medias, most = get("media_type"), get("max_bytes")
+        if not all(medias):  # None (or ""): guessed from the path
+            guess = mimetypes.guess_type
+            medias = [m or guess(p)[0] or "text/plain" for m, p in zip(medias, paths, strict=True)]
+        if None in most:  # None: the default
+            most = [DEFAULT_MAX_BYTES if m is None else m for m in most]
+        # each distinct way of reading a file (the root as saved) → its spec, made once
+        ways = list(zip(
+            get("root"), get("start_line"), get("end_line"), medias, most,
+            map(bool, get("include_secrets")), strict=True,
+        ))  # fmt: skip
+        roots = {root: _resolved_root(root) for root in set(get("root"))}
+        made = {way: _shared_spec((roots[way[0]], *way[1:])) for way in dict.fromkeys(ways)}
         rows = zip(
-            nodes, paths, get("root"), get("start_line"), get("end_line"),
-            get("media_type"), get("max_bytes"), get("include_secrets"), keys,
-            get("placeholder"), get("notice"), get("redacted"), lines, get("chars"),
-            get("bytes"), bodies, get("edited"), strict=True,
+            nodes, paths, map(made.__getitem__, ways), keys, get("placeholder"),
+            get("notice"), get("redacted"), lines, get("chars"), get("bytes"), bodies,
+            get("edited"), strict=True,
         )  # fmt: skip
         # The extras (edited, marks, size) are set only where they are not the default:
         # a node made by from_columns has no extras record.
         for row in rows:
-            node, path, root, start, end, media, most, secrets, key, *shown = row
+            node, path, spec, key, *shown = row
             placeholder, notice, redacted, n, chars, size, digest, edited = shown
             assert isinstance(node, TextNode)
-            node.path = path
-            media = media or guess(path)[0] or "text/plain"
-            most = DEFAULT_MAX_BYTES if most is None else most
-            node._spec = _shared_spec((roots[root], start, end, media, most, bool(secrets)))
+            node.path, node._spec = path, spec
             if edited:
                 node.edited = True
             if placeholder is not None or notice is not None or redacted is not None:

@@ -468,7 +468,7 @@ class TreeFilter:
             self.unreadable[rel_dir] = exc.strerror or str(exc)
             return []
         self.unreadable.pop(rel_dir, None)
-        if rel_dir not in self._chains and not any(e.name == ".gitignore" for e in entries):
+        if rel_dir not in self._chains and ".gitignore" not in map(_entry_name, entries):
             self._chain(rel_dir, read=False)  # no ignore file to try to open
         subdirs = []
         state = self._state(rel_dir)

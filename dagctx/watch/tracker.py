@@ -185,7 +185,8 @@ class TreeTracker:
                 self._adopt(node)
                 # The trace log keeps the last tick's traces (the session holds a cursor).
                 last = {t.node_id: t.description for t in self.session.graph.traces}
-                self._gone = {r for r, n in self.files.items() if last.get(n.id) == _DELETED}
+                gone = {node_id for node_id, what in last.items() if what == _DELETED}
+                self._gone = {r for r, n in self.files.items() if n.id in gone} if gone else set()
                 self.session.queue_result(self.reap)
                 self.session.queue_result(self.apply_resume)
                 self.session.queue_result(self._steer_adopted)
@@ -212,9 +213,13 @@ class TreeTracker:
             rel = stack.pop()
             for child in self.dirs[rel].children:
                 if isinstance(child, TextNode):
-                    whole = child.start_line is None and child.end_line is None
-                    if whole and _parent(child.path) == rel:
-                        self.files[child.path] = child
+                    path = child.path
+                    if (
+                        path.rpartition("/")[0] == rel
+                        and child.start_line is None
+                        and child.end_line is None
+                    ):
+                        self.files[path] = child
                 elif isinstance(child, GroupNode) and (child.title or "").endswith("/"):
                     sub = (child.title or "")[:-1]
                     if sub and _parent(sub) == rel and sub not in self.dirs:
