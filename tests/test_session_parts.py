@@ -130,10 +130,12 @@ class TestCloseOrder:
 
 
 class TestBackgroundLoop:
-    def test_tick_from_plain_code_starts_the_loop_and_close_joins_it(self, tmp_path: Path) -> None:
+    def test_background_work_starts_the_loop_and_close_joins_it(self, tmp_path: Path) -> None:
         before = set(threading.enumerate())
         s = Session(tmp_path)
-        s.tick()
+        s.tick()  # a tick runs in the calling thread: no loop for it
+        assert s.background.thread is None and set(threading.enumerate()) <= before
+        s.wait_all([s.shell("true")], timeout=10)
         thread = s.background.thread
         assert thread is not None and thread.is_alive() and thread not in before
         s.wait_all([s.shell("true"), s.lock("x")], timeout=10)
@@ -141,6 +143,17 @@ class TestBackgroundLoop:
         s.close()
         assert not thread.is_alive() and s.background.thread is None
         assert set(threading.enumerate()) <= before  # no thread left behind
+
+    def test_a_tick_runs_in_the_calling_thread(self, tmp_path: Path) -> None:
+        # a hand-off to the loop's thread and back cost each tick two thread wake-ups
+        # (milliseconds on a loaded machine, beyond the tick's own CPU)
+        with Session(tmp_path) as s:
+            s.wait_all([s.shell("true")], timeout=10)  # the loop runs
+            applied: list[threading.Thread] = []
+            s.queue_result(lambda: applied.append(threading.current_thread()))
+            s.tick()
+            assert applied == [threading.current_thread()]
+            assert s.background.thread is not threading.current_thread()
 
     def test_blocking_tick_on_the_loop_is_refused(self, tmp_path: Path) -> None:
         with Session(tmp_path) as s:
@@ -155,7 +168,7 @@ class TestBackgroundLoop:
         self, tmp_path: Path
     ) -> None:
         s = Session(tmp_path)
-        s.tick()
+        s.wait_all([s.shell("true")], timeout=10)  # the loop runs
         thread = s.background.thread
 
         async def close_inside() -> str:

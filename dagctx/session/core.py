@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
@@ -183,6 +184,7 @@ class SessionCore:
         # the projection saved with the session or offered back by a load (resume.py)
         self._saved_plan: SavedPlan | None = None
         self._refresh: dict[str, Node] = {}
+        self._ticking = threading.Lock()  # ticks from several threads run one at a time
         # Session file (resolved path) → the generation this session last read or wrote
         # there: a save refuses a file another session wrote since (session/file.py).
         self._file_generations: dict[Path | str, str] = {}
@@ -527,20 +529,42 @@ class SessionCore:
     def tick(self) -> TickResult:
         """Run one turn (see the module docstring) and return its :class:`TickResult`.
 
-        Safe from plain synchronous code; from async code use :meth:`atick`.
+        Safe from plain synchronous code; from async code use :meth:`atick`. The turn
+        runs in the calling thread; only the refresh of a group's custom summarizer runs
+        on the session's loop (its result waited for). Ticks from several threads run
+        one at a time.
+
+        Raises:
+            BlockingCallError: called on the session's own loop (use :meth:`atick`).
         """
         self._check_open()
-        return self.background.run(self.atick())
+        self.background.refuse_blocking()
+        with self._ticking:
+            started = time.perf_counter()
+            recomputed = self._take_changes()
+            if self._summaries_due():
+                self.background.run(self._refresh_summaries())
+            return self._finish_turn(started, recomputed)
 
     async def atick(self) -> TickResult:
         """The async twin of :meth:`tick`."""
         self._check_open()
         started = time.perf_counter()
+        recomputed = self._take_changes()
+        await self._refresh_summaries()
+        return self._finish_turn(started, recomputed)
+
+    def _take_changes(self) -> list[str]:
+        """Steps 1 and 2 of a tick: apply the intake, check the locks, recompute the due
+        running nodes; returns the ids of the nodes recomputed."""
         with self.graph.batch():
             recomputed = self._apply_intake()
             self._jobs.check_locks()
             recomputed += self._recompute_due(time.time())
-        await self._refresh_summaries()
+        return recomputed
+
+    def _finish_turn(self, started: float, recomputed: list[str]) -> TickResult:
+        """Steps 3 to 5 of a tick: the turn's traces and its projection."""
         self.turn += 1
         self._turn_start.position = self._trace_mark.position
         changes = self.graph.traces.take(self._trace_mark)
@@ -575,6 +599,17 @@ class SessionCore:
             if file_node.recompute(changed=True):
                 recomputed.append(file_node.id)
         return recomputed
+
+    def _summaries_due(self) -> bool:
+        """Whether a group of this graph has a custom summarizer to run (its summary is
+        stale); groups no longer in the graph are forgotten."""
+        due = False
+        for node in list(self._refresh.values()):
+            if node.graph is not self.graph:
+                del self._refresh[node.id]
+            elif isinstance(node, GroupNode) and node.stale:
+                due = True
+        return due
 
     async def _refresh_summaries(self) -> None:
         for node in list(self._refresh.values()):

@@ -1,7 +1,7 @@
 """What background work and file watchers hand to a session between ticks.
 
 Background tasks never change nodes: they put a callable here (``Session.queue_result``)
-and the session applies it on its own thread, at step 1 of the next tick (or in an
+and the session applies it in the thread that runs the next tick, at its step 1 (or in an
 explicit ``wait``). File changes are gathered as root-relative paths
 (``Session.file_changed``) and re-read at that step too, each path once however many
 times it was reported. Both are thread-safe. Once closed, the intake drops what it holds

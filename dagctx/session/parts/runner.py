@@ -3,12 +3,13 @@
 Shell commands, lock waits and MCP client sessions run on this loop while the caller's
 code does other things; they never touch nodes but queue results in the
 :class:`~dagctx.session.parts.intake.Intake`, which the next tick applies. Synchronous
-verbs that need a coroutine (``Session.tick``, the ``*_sync`` MCP verbs) run it here and
-wait for its result.
+verbs that need a coroutine (the ``*_sync`` MCP verbs; ``Session.tick`` for a group's
+custom summarizer only: the rest of a tick runs in the thread that calls it) run it here
+and wait for its result.
 
 The loop runs an anyio :class:`~anyio.from_thread.BlockingPortal` (asyncio backend) on a
-daemon thread of its own, started on first use, so a session that never ticks and starts
-no background work has no thread, and a program that exits without closing its session
+daemon thread of its own, started on first use, so a session that starts no background
+work has no thread, and a program that exits without closing its session
 is not kept waiting for the loop (anyio's ``start_blocking_portal`` runs it on an executor
 thread, which interpreter shutdown joins: a session left open hung the exit).
 :meth:`BackgroundRunner.close` cancels what still runs on the loop, ends the loop (tasks
@@ -95,16 +96,24 @@ class BackgroundRunner:
             SessionClosedError: the runner is closed.
             TimeoutError: no result within ``timeout`` (the task is cancelled).
         """
-        if self.in_loop_thread():
+        try:
+            self.refuse_blocking()
+        except BlockingCallError:
             coro.close()
-            raise BlockingCallError("a blocking session call was made inside the session's loop;"
-                              " use the async twin (e.g. `await session.atick()`)")  # fmt: skip
+            raise
         future = self.submit(coro)
         try:
             return future.result(timeout)
         except TimeoutError:
             future.cancel()
             raise
+
+    def refuse_blocking(self) -> None:
+        """Raise :class:`BlockingCallError` when the caller runs on the loop's own thread,
+        where a blocking call would stall the loop (or deadlock waiting for it)."""
+        if self.in_loop_thread():
+            raise BlockingCallError("a blocking session call was made inside the session's loop;"
+                              " use the async twin (e.g. `await session.atick()`)")  # fmt: skip
 
     def call_soon(self, callback: Callable[[], object]) -> None:
         """Run ``callback`` on the loop's thread without waiting for it (at once when the
