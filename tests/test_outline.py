@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagctx import NodeState, TextNode
-from dagctx.outline import MAX_PARSE_BYTES, Entry, Outline, names, outline
+from dagctx.outline import MAX_PARSE_BYTES, Entry, Outline, names, outline, referable
 
 PY = '''"""Module doc."""
 import os
@@ -706,15 +706,18 @@ class TestNames:
         """What the reference graph reads: the outline's names but for tests' titles
         (JS has a suite), made without signatures and docstrings (the regex outline's
         where the parser is not used)."""
-        entries = outline(path, text).entries
+        made = outline(path, text)
+        entries = made.entries
         expected = [e.name for e in entries if e.kind not in ("suite", "test")]
         assert len(expected) == len(entries) - (path == "x.js")
         assert names(path, text) == expected and expected
+        assert referable(made) == expected  # a changed file's names, from its outline
 
     @settings(max_examples=150, deadline=None)
     @given(st.text(st.sampled_from("def class x_(): \n\t'\"#{}[]A"), max_size=120))
     def test_names_of_any_python_text(self, text: str) -> None:
-        assert names("x.py", text) == [e.name for e in outline("x.py", text).entries]
+        made = outline("x.py", text)
+        assert names("x.py", text) == [e.name for e in made.entries] == referable(made)
 
     @settings(max_examples=200, deadline=None)
     @given(st.text(st.sampled_from("Ab =-~#|>\n\n"), max_size=160))
@@ -827,6 +830,8 @@ class TestTextNodeSummary:
         monkeypatch.setattr(text_module, "outline", counting)
         monkeypatch.setattr(text_module, "OUTLINES_KEPT", 4)
         monkeypatch.setattr(text_module, "_outlines", {})
+        monkeypatch.setattr(text_module, "MADE_KEPT", 4)
+        monkeypatch.setattr(text_module, "_made", {})
         nodes = []
         for k in range(10):
             (tmp_path / f"m{k}.py").write_text(f"def f{k}():\n    pass\n")

@@ -8,10 +8,12 @@ import random
 from pathlib import Path
 
 import pytest
+import tree_sitter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagctx import Session
+from dagctx.outline import code
 from dagctx.outline.references import (
     MAX_DEFINERS,
     GraphBuild,
@@ -38,6 +40,7 @@ FILES = {
         "    set_session_cookie(response, 'x', 'Lax')\n"
     ),
 }
+NAMES = ("alpha", "beta", "gamma", "delta")
 UNRELATED = (
     "def compute_checksum_{i}(data):\n"
     "    total = 0\n"
@@ -120,6 +123,65 @@ class TestGraph:
         for k in texts:
             assert g.neighbours(f"n{k}") == fresh.neighbours(f"n{k}")
 
+    def test_links_kept_follow_a_name_crossing_the_definers_bound(self) -> None:
+        g = ReferenceGraph()
+        for k in range(MAX_DEFINERS + 1):
+            g.update(f"d{k}", 0, f"d{k}.py", "def run():\n    pass\n")
+        g.update("user", 0, "user.py", "run()\n")
+        g.rank({"user": 1.0, "d0": 1.0})  # their links kept: none
+        g.remove(f"d{MAX_DEFINERS}")  # run has MAX_DEFINERS definers now: it links
+        assert set(g.neighbours("user")) == {f"d{k}" for k in range(MAX_DEFINERS)}
+        assert g.neighbours("d0") == {"user": 1.0 / MAX_DEFINERS}
+        g.rank({"user": 1.0, "d0": 1.0})
+        g.update("user2", 0, "user2.py", "run()\n")  # a second user of it
+        assert g.neighbours("d0") == {"user": 1.0 / MAX_DEFINERS, "user2": 1.0 / MAX_DEFINERS}
+        g.remove("user2")
+        g.rank({"user": 1.0, "d0": 1.0})
+        g.update("d8", 1, "d8.py", "def run():\n    pass\n")  # one too many again
+        assert g.neighbours("user") == {} and g.neighbours("d0") == {}
+        g.rank({"user": 1.0, "d0": 1.0})
+        g.update("user", 1, "user.py", "pass\n")  # uses it no more
+        g.remove("d8")
+        assert g.neighbours("d0") == {} and g.neighbours("user") == {}
+
+    @given(
+        st.lists(
+            st.tuples(
+                st.integers(0, MAX_DEFINERS + 2),
+                st.none()
+                | st.tuples(st.sets(st.sampled_from(NAMES)), st.sets(st.sampled_from(NAMES))),
+                st.booleans(),
+            ),
+            max_size=60,
+        )
+    )
+    @settings(max_examples=100, deadline=None)
+    def test_links_kept_between_walks_equal_links_found_afresh(
+        self, steps: list[tuple[int, tuple[set[str], set[str]] | None, bool]]
+    ) -> None:
+        """Walks (rank) keep each file's links; updates and removals of files defining
+        or using names shared by about MAX_DEFINERS files forget the ones they move."""
+        g = ReferenceGraph()
+        texts: dict[int, str] = {}
+        for version, (k, names, walk) in enumerate(steps, 1):
+            if names is None:
+                texts.pop(k, None)
+                g.remove(f"n{k}")
+            else:
+                defs, refs = names
+                texts[k] = "".join(f"def {n}():\n    pass\n" for n in sorted(defs))
+                texts[k] += "x = [" + ", ".join(sorted(refs)) + "]\n"
+                g.update(f"n{k}", version, f"f{k}.py", texts[k])
+            if walk and texts:
+                g.rank({f"n{j}": 1.0 for j in list(texts)[:3]})
+            fresh = ReferenceGraph()
+            for j, text in texts.items():
+                fresh.update(f"n{j}", 0, f"f{j}.py", text)
+            for j in range(MAX_DEFINERS + 3):
+                assert g.neighbours(f"n{j}") == fresh.neighbours(f"n{j}")
+            seeds = {f"n{j}": 1.0 + j for j in texts}
+            assert g.rank(seeds) == fresh.rank(seeds)
+
 
 class TestRankingOnAFixtureRepository:
     def test_caller_and_callee_rank_up(self, tmp_path: Path) -> None:
@@ -154,6 +216,32 @@ class TestRankingOnAFixtureRepository:
         assert by_path["app/headers.py"].recent == 1.0
         assert by_path["app/cookies.py"].graph > 0  # reached from the edited file
         assert by_path["app/views.py"].graph < by_path["app/cookies.py"].graph  # two steps
+
+    def test_a_changed_file_is_parsed_once_a_turn(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # its definitions for the graph, its outline and its cuts come from one parse
+        root = make_repo(tmp_path)
+        path = root / "app" / "cookies.py"
+        with Session(root, budget=400) as s:
+            scan_tree(s, ".")
+            s.focus("make the session cookie samesite attribute configurable")
+            s.tick()
+            parsed: list[bytes] = []
+            parse = code._parse
+
+            def counted(language: str, data: bytes) -> tree_sitter.Tree:
+                parsed.append(data)
+                return parse(language, data)
+
+            monkeypatch.setattr(code, "_parse", counted)
+            more = "".join(f"\n\ndef clear_cookie_{i}(response):\n    pass\n" for i in range(40))
+            path.write_text(path.read_text() + more)
+            s.file_changed("app/cookies.py")
+            text = s.tick().projection.text
+        assert "def clear_cookie_0(response):" in text  # a focused cut, made by the outline
+        assert "of 166 lines of app/cookies.py shown" in text
+        assert sum(b"def clear_cookie_39" in data for data in parsed) == 1
 
 
 class TestGraphBuild:

@@ -93,7 +93,7 @@ from dagctx.nodes.base import (
     of_types,
 )
 from dagctx.nodes.group import GroupNode
-from dagctx.outline import Outline, outline
+from dagctx.outline import Outline, outline, referable
 from dagctx.outline.cut import Cut, Ladder, partition
 from dagctx.outline.kinds import outline_chars
 
@@ -235,6 +235,10 @@ _outlines_lock = threading.Lock()
 _cuts: dict[tuple[str, int, bytes], tuple[Outline, Cut | None]] = {}
 _ladders: dict[tuple[str, int, bytes, str | None], Ladder] = {}
 _focused: dict[tuple[str, int, bytes, tuple[int, ...]], str | None] = {}
+# the same key → its outline, for the last few files outlined: a changed file's outline
+# is made once a turn for its summary, its cuts and the reference graph's definitions
+_made: dict[tuple[str, int, bytes], Outline] = {}
+MADE_KEPT = 16
 _NAMED = 4  # definitions named in the note under a focused cut
 #: Definitions the focus names that a focused outline shows before others, at most; a
 #: name more definitions of the file share than this names none of them (a changelog's
@@ -246,9 +250,10 @@ _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
-def _recent(cache: dict[_K, _V], key: _K, make: Callable[[], _V]) -> _V:
-    """``cache[key]``, made by ``make`` when missing; the cache keeps the
-    :data:`OUTLINES_KEPT` most recently used (insertion order is recency of use)."""
+def _recent(cache: dict[_K, _V], key: _K, make: Callable[[], _V], kept: int | None = None) -> _V:
+    """``cache[key]``, made by ``make`` when missing; the cache keeps the ``kept``
+    (:data:`OUTLINES_KEPT` when None) most recently used (insertion order is recency of
+    use)."""
     with _outlines_lock:
         if key in cache:
             value = cache.pop(key)
@@ -257,7 +262,7 @@ def _recent(cache: dict[_K, _V], key: _K, make: Callable[[], _V]) -> _V:
     value = make()
     with _outlines_lock:
         cache[key] = value
-        while len(cache) > OUTLINES_KEPT:
+        while len(cache) > (OUTLINES_KEPT if kept is None else kept):
             del cache[next(iter(cache))]
     return value
 
@@ -819,8 +824,7 @@ class TextNode(Node):
             if shown is not None:
                 _outlines[key] = shown  # now the most recently used
                 return shown
-        made = outline(self.path, self._text, first_line=first_line)
-        shown = "\n".join(made.render(max_chars=outline_chars(self.path)))
+        shown = "\n".join(self._made_outline().render(max_chars=outline_chars(self.path)))
         with _outlines_lock:
             _outlines[key] = shown
             while len(_outlines) > OUTLINES_KEPT:
@@ -925,10 +929,27 @@ class TextNode(Node):
         first = self.start_line or 1
 
         def make() -> tuple[Outline, Cut | None]:
-            made = outline(self.path, self._text, first_line=first)
+            made = self._made_outline()
             return made, partition(made, self.lines, first)
 
         return _recent(_cuts, self._content_key(), make)
+
+    def _made_outline(self) -> Outline:
+        """The outline of the lines shown (:func:`dagctx.outline.outline`), from the
+        cache of the last :data:`MADE_KEPT` made or made and put there."""
+        first = self.start_line or 1
+        return _recent(
+            _made,
+            self._content_key(),
+            lambda: outline(self.path, self._text, first_line=first),
+            MADE_KEPT,
+        )
+
+    def defined_names(self) -> list[str]:
+        """The names its outline defines that other code can refer to: what
+        :func:`dagctx.outline.names` gives for its content, from the outline its summary
+        and cuts are made of (:meth:`_made_outline`), so a changed file is parsed once."""
+        return referable(self._made_outline())
 
     def _ladder(self, cut: Cut, focus: str | None) -> Ladder:
         """The steps of a focused cut of ``cut`` for ``focus`` (from the shared cache)."""

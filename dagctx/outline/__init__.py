@@ -22,6 +22,7 @@ from dagctx._lines import split_lines
 from dagctx.outline.code import (
     LANGUAGES,
     MAX_PARSE_BYTES,
+    TESTS,
     code_names,
     code_outline,
     parse_cap,
@@ -37,7 +38,7 @@ from dagctx.outline.data import (
 )
 from dagctx.outline.model import Entry, Outline
 
-__all__ = ["MAX_PARSE_BYTES", "Entry", "Outline", "language_of", "names", "outline"]
+__all__ = ["MAX_PARSE_BYTES", "Entry", "Outline", "language_of", "names", "outline", "referable"]
 
 _EXTENSIONS = {
     ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript",
@@ -112,6 +113,12 @@ def names(path_or_language: str, text: str) -> list[str]:
             except ImportError:
                 pass  # the regex outline's names
     return [entry.name for entry in outline(path_or_language, text).entries]
+
+
+def referable(made: Outline) -> list[str]:
+    """The names of ``made``'s entries that other code can refer to (not a test's title):
+    :func:`names` of the text ``made`` outlines, for a caller that has its outline."""
+    return [entry.name for entry in made.entries if entry.kind not in TESTS]
 
 
 def _parsed_head(text: str) -> tuple[str, bytes]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 
 from dagctx.outline import language_of
 from dagctx.outline import names as outline_names
@@ -41,15 +41,19 @@ MAX_DEFINERS = 8  # a name defined in more files than this links none of them
 ALPHA = 0.3  # the walk's restart probability
 EXPAND = 32  # first-step files the second step goes out from
 STEPS = 2  # the walk is cut off after this many steps
+KEPT_LINKS = 1024  # files whose links are kept between walks (ReferenceGraph._linked)
 
 
-def definitions(path: str, text: str) -> frozenset[str]:
+def definitions(
+    path: str, text: str, named: Callable[[], Iterable[str]] | None = None
+) -> frozenset[str]:
     """The names a code file at ``path`` defines (its outline's entries; empty for a file
     that is not code in a known language). Dunder names (``__init__``) are left out: every
-    class has them."""
+    class has them. ``named`` gives the names of its outline's entries
+    (:func:`dagctx.outline.names` of ``text``, made when None) for a caller holding them."""
     if language_of(path) not in LANGUAGES:
         return frozenset()
-    names = outline_names(path, text)
+    names = outline_names(path, text) if named is None else named()
     return frozenset(n for n in names if len(n) > 2 and not n.startswith("__"))
 
 
@@ -65,13 +69,16 @@ class ReferenceGraph:
     the version it is kept at does nothing.
     """
 
-    __slots__ = ("_defined_by", "_files", "_referenced_by")
+    __slots__ = ("_defined_by", "_files", "_links", "_referenced_by")
 
     def __init__(self) -> None:
         #: key → (version, names defined, names referenced)
         self._files: dict[str, tuple[int, frozenset[str], frozenset[str]]] = {}
         self._defined_by: dict[str, set[str]] = {}
         self._referenced_by: dict[str, set[str]] = {}
+        #: key → its links (:meth:`neighbours`) as last found, for the files walked lately
+        #: (at most KEPT_LINKS); a change of a file's names forgets those it can move
+        self._links: dict[str, dict[str, float]] = {}
 
     def __len__(self) -> int:
         return len(self._files)
@@ -83,18 +90,30 @@ class ReferenceGraph:
         """The keys of the files held."""
         return iter(list(self._files))
 
-    def update(self, key: str, version: int, path: str, text: str) -> bool:
+    def update(
+        self,
+        key: str,
+        version: int,
+        path: str,
+        text: str,
+        named: Callable[[], Iterable[str]] | None = None,
+    ) -> bool:
         """Hold file ``key`` (at ``path``, with ``text``) at ``version``; return whether
-        anything was read (False: it was held at that version already)."""
+        anything was read (False: it was held at that version already). ``named`` as for
+        :func:`definitions`."""
         old = self._files.get(key)
         if old is not None and old[0] == version:
             return False
-        defs = definitions(path, text)
+        defs = definitions(path, text, named)
         refs = references(text) - defs
         if old is not None and old[1] == defs and old[2] == refs:
             self._files[key] = (version, defs, refs)
             return True
-        self.remove(key)
+        if old is not None:
+            self._forget_links(key, old[1] ^ defs, old[2] ^ refs)
+            self._drop(key, old)
+        else:
+            self._forget_links(key, defs, refs)
         self._files[key] = (version, defs, refs)
         for name in defs:
             self._defined_by.setdefault(name, set()).add(key)
@@ -104,9 +123,14 @@ class ReferenceGraph:
 
     def remove(self, key: str) -> None:
         """Forget file ``key`` (nothing if it is not held)."""
-        old = self._files.pop(key, None)
-        if old is None:
-            return
+        old = self._files.get(key)
+        if old is not None:
+            self._forget_links(key, old[1], old[2])
+            self._drop(key, old)
+
+    def _drop(self, key: str, old: tuple[int, frozenset[str], frozenset[str]]) -> None:
+        """Take file ``key``, held as ``old``, out of the files and the postings."""
+        del self._files[key]
         for postings, names in ((self._defined_by, old[1]), (self._referenced_by, old[2])):
             for name in names:
                 keys = postings[name]
@@ -114,8 +138,47 @@ class ReferenceGraph:
                 if not keys:
                     del postings[name]
 
+    def _forget_links(self, key: str, defs: Set[str], refs: Set[str]) -> None:
+        """Forget the links kept of the files whose links move when file ``key`` comes to
+        define or stops defining ``defs`` and to reference or stops referencing ``refs``
+        (call it while the postings are those before the change): ``key``'s own, those
+        of the files defining a name of ``refs`` (who uses what they define), and for a
+        name of ``defs`` those of every file defining or referencing it (its weight, one
+        over its definers, moves). A name defined in more than :data:`MAX_DEFINERS`
+        files before and after links nothing either way."""
+        links = self._links
+        if not links:
+            return
+        links.pop(key, None)
+        defined_by, referenced_by = self._defined_by, self._referenced_by
+        for name in refs:
+            definers = defined_by.get(name, ())
+            if len(definers) <= MAX_DEFINERS:
+                for other in definers:
+                    links.pop(other, None)
+        for name in defs:
+            definers = defined_by.get(name, ())
+            if len(definers) - 1 <= MAX_DEFINERS:  # one more or one less than that now
+                for other in (*definers, *referenced_by.get(name, ())):
+                    links.pop(other, None)
+
     def neighbours(self, key: str) -> dict[str, float]:
         """The files linked to ``key``, each with the link's weight."""
+        return dict(self._linked(key))
+
+    def _linked(self, key: str) -> dict[str, float]:
+        """:meth:`neighbours` of ``key``, kept until a change can move them (not to be
+        changed by the caller)."""
+        links = self._links
+        found = links.get(key)
+        if found is None:
+            found = self._find_links(key)
+            if len(links) >= KEPT_LINKS:
+                del links[next(iter(links))]
+            links[key] = found
+        return found
+
+    def _find_links(self, key: str) -> dict[str, float]:
         held = self._files.get(key)
         if held is None:
             return {}
@@ -163,7 +226,7 @@ class ReferenceGraph:
                 mass = dict(sorted(best))
             walked: dict[str, float] = {}
             for key, m in mass.items():
-                links = self.neighbours(key)
+                links = self._linked(key)
                 degree = sum(links.values())
                 if degree > 0:
                     share = (1 - ALPHA) * m / degree

@@ -104,7 +104,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, repeat
-from operator import and_, lt, ne
+from operator import ne
 
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.group import GroupNode
@@ -1212,10 +1212,13 @@ class Allocation:
         files, extra = max(1, work // DEPTH_TOKENS), work * DEPTH_EXTRA // 100
         limit = avail - work * DEPTH_KEEP // 100
         # the entries from the top slot down to the edge, those shown below their requested
-        # state picked out as the loop reaches them (a cut changes its own entry only)
-        top = list(filter((-1).__lt__, reversed(self.entry_at[self.edge : self.cap])))
-        below = map(lt, map(cur.__getitem__, top), map(requested.__getitem__, top))
-        for i in compress(top, map(and_, map(vis.__getitem__, top), below)):
+        # state picked out as the loop reaches them (a cut changes its own entry only): the
+        # loop stops after a few files, most often far above the edge
+        entry_at = self.entry_at
+        for slot in range(self.cap - 1, self.edge - 1, -1):
+            i = entry_at[slot]
+            if i < 0 or not vis[i] or cur[i] >= requested[i]:
+                continue
             if not self._whole_file(i) or i in self.cut:
                 continue
             room = min(self.c(i, SUMMARY) + extra, limit - self.total + self.c(i, cur[i]))

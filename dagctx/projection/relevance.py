@@ -665,7 +665,7 @@ class Relevance:
             text = nodes[i]
             if isinstance(text, TextNode):
                 index.update(text)
-                self._sync(self._refs, text)
+                self._sync(self._refs, text, outlined=True)
                 ids.append(text.id)
         weights = index.weights(query)
         if rescore or weights != self._weights:
@@ -691,12 +691,15 @@ class Relevance:
                 lexical.pop(nid, None)
         return lexical
 
-    def _sync(self, refs: ReferenceGraph | None, node: TextNode) -> None:
+    def _sync(self, refs: ReferenceGraph | None, node: TextNode, *, outlined: bool = False) -> None:
         """Hold ``node`` in the reference graph (when one is kept now) at its version, and
         note whether it changed since it was added (edited, or its state set: the model
-        opened it)."""
+        opened it). With ``outlined`` (a changed file, whose outline the projection makes
+        too: its summary, its cuts) its definitions are read from its outline
+        (:meth:`TextNode.defined_names`), parsed once for all three."""
         if refs is not None:
-            refs.update(node.id, node.version, node.path, node.content)
+            named = node.defined_names if outlined else None
+            refs.update(node.id, node.version, node.path, node.content, named)
         if node.version > 0:
             self._attended[node.id] = node.seq
         else:
