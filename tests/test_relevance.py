@@ -35,6 +35,7 @@ from dagctx.projection.relevance import (
     CHANGELOG_WEIGHT,
     KIND_WEIGHT,
     Bm25Index,
+    code_terms,
     file_kind,
     match_weight,
     name_terms,
@@ -458,6 +459,36 @@ class TestRanking:
         p = render(tmp_path, 100_000, "Fix TypeAdapters enum adapter for enum constants")
         by_label = {p.labels[k].rpartition("/")[2]: v for k, v in p.scores.items()}
         assert max(by_label, key=lambda k: by_label[k].lexical) == "TypeAdapters.java"
+
+    def test_a_focus_naming_a_definition_as_code_ranks_the_file_defining_it(
+        self, tmp_path: Path
+    ) -> None:
+        """Split and stemmed, ``replace_bytes`` is "replace byte", the words of every file
+        that replaces bytes: written as code, it is also a name one file defines, which
+        ranks above the files that call it more often (ripgrep, "searcher: simplify
+        'replace_bytes' routine": ``line_buffer.rs`` was an outline at 32k)."""
+        assert code_terms("simplify 'replace_bytes', call nullSafe() on `aclose`") == [
+            "&replace_bytes", "&nullsafe", "&aclose",
+        ]  # fmt: skip
+        assert code_terms("c.ShouldBindJSON and TypeAdapters") == [
+            "&shouldbindjson", "&typeadapters",
+        ]  # fmt: skip
+        assert code_terms("a bug in node when JSON bytes are replaced") == []
+        (tmp_path / "line_buffer.rs").write_text(
+            "fn replace_bytes(dest: &mut [u8], src: u8) -> usize {\n    0\n}\n"
+            + filler("buffer", 60)
+        )
+        for name in ("search", "printer", "matcher"):  # calls it, more often than it is named
+            (tmp_path / f"{name}.rs").write_text(
+                "".join(f"    n += replace_bytes(&mut {name}, {i});\n" for i in range(8))
+                + filler(name, 30)
+            )
+        p = render(tmp_path, 100_000, "searcher: simplify 'replace_bytes' routine")
+        by_label = {p.labels[k]: v for k, v in p.scores.items()}
+        assert max(by_label, key=lambda k: by_label[k].lexical) == "line_buffer.rs"
+        p = render(tmp_path, 100_000, "searcher: simplify the replace bytes routine")
+        by_label = {p.labels[k]: v for k, v in p.scores.items()}  # plain words: no name
+        assert max(by_label, key=lambda k: by_label[k].lexical) != "line_buffer.rs"
 
     def test_a_changelog_matches_less_than_the_code_it_describes(self, tmp_path: Path) -> None:
         """A changelog names every past change, so a task's words match it whatever the

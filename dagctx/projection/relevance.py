@@ -6,7 +6,9 @@ A text file's score has two parts:
   count :data:`SYMBOL_WEIGHT` times more; lengths normalized against a fixed
   :data:`AVERAGE_LENGTH`), plus :data:`PATH_WEIGHT` × the inverse document frequency
   among paths of each focus term in its path (and of each focus word that is the file's
-  name less its extensions, matched whole: :func:`name_terms`); divided by the most a
+  name less its extensions, matched whole: :func:`name_terms`; and of each focus word
+  written as code, ``replace_bytes`` or ``nullSafe()``, that is a name the file
+  defines: :func:`code_terms`); divided by the most a
   file can score and scaled down for docs, tests and fixtures (:data:`KIND_WEIGHT`),
   and for a changelog further (:data:`CHANGELOG_WEIGHT`: it names every past change,
   so a task's words match it whatever the task), as for the files that say how to work
@@ -310,6 +312,48 @@ def path_terms(path: str) -> frozenset[str]:
     return frozenset([*found, NAME_MARK + stem] if len(stem) >= 4 else found)
 
 
+#: Marks a defined-name term (:func:`code_terms`), which no word of content ever is.
+DEFINED_MARK = "&"
+# A word as code writes it: with an underscore or an inner capital (``replace_bytes``,
+# ``_client``, ``nullSafe``, ``ShouldBindJSON``), or in backticks, or called or dotted.
+_CODE_WORD = re.compile(
+    r"`\s*([A-Za-z_$][\w$]*)\s*(?:\(\))?`"
+    r"|(?<![\w$])([A-Za-z$]*_[\w$]*|[A-Za-z$][\w$]*[a-z0-9][A-Z][\w$]*)"
+    r"|(?<=\.)([A-Za-z_$][\w$]*)|([A-Za-z_$][\w$]*)(?=\()"
+)
+
+
+_NAMING_MARKS = (NAME_MARK, DEFINED_MARK)
+_NONE: frozenset[str] = frozenset()
+
+
+def code_terms(text: str) -> list[str]:
+    """The words of ``text`` written as code (:data:`_CODE_WORD`) of four characters or
+    more besides underscores, whole and case-folded, each as a defined-name term: a focus
+    that names ``replace_bytes`` or ``TypeAdapter.nullSafe()`` points at the files that
+    define those names (:func:`defines`), where the split and stemmed terms (replace,
+    byte) match every file that replaces bytes alike. A plain word ("node", "render") is
+    no such term."""
+    found = []
+    for match in _CODE_WORD.finditer(text):
+        word = next(w for w in match.groups() if w is not None)
+        if len(word.strip("_$")) >= 4:
+            found.append(DEFINED_MARK + word.casefold())
+    return found
+
+
+def defined_list(names: list[str]) -> str:
+    """The defined ``names`` (:func:`defined_names`) case-folded, one per line between
+    newlines, for :func:`defines` to look a name up in."""
+    return "\n" + "\n".join(names).casefold() + "\n" if names else ""
+
+
+def defines(defined: str, term: str) -> bool:
+    """Whether the :func:`defined_list` ``defined`` holds the name of defined-name term
+    ``term`` (:func:`code_terms`)."""
+    return f"\n{term[1:]}\n" in defined
+
+
 def defined_names(content: str) -> list[str]:
     """The names ``content`` defines, in order: the word after a definition keyword
     (``def``, ``class``, ``function``, ``fn``, ``func``, ``struct``, ``record``, …; after
@@ -325,12 +369,11 @@ def defined_names(content: str) -> list[str]:
     return names
 
 
-def document_terms(node: TextNode) -> Counter[str]:
-    """The weighted term counts of a text file's content (names it defines count
-    :data:`SYMBOL_WEIGHT` times more)."""
-    content = node.content
+def document_terms(content: str, names: list[str]) -> Counter[str]:
+    """The weighted term counts of a text file's ``content``, whose definitions are
+    ``names`` (:func:`defined_names`; they count :data:`SYMBOL_WEIGHT` times more)."""
     counts = Counter(terms(content))
-    for term in terms(" ".join(defined_names(content))):  # names are word runs: alike
+    for term in terms(" ".join(names)):  # names are word runs: alike
         counts[term] += SYMBOL_WEIGHT
     return counts
 
@@ -345,10 +388,21 @@ class Bm25Index:
     and kept up to date from then on: a focus asks for a few terms, so building the
     index does not pay for the postings of every term of every file, and scoring every
     file for a focus is a multiply-add per posting (:meth:`score_all`). At most
-    :data:`KEPT_POSTINGS` terms are kept so.
+    :data:`KEPT_POSTINGS` terms are kept so; the files defining a name a query asks for
+    (:meth:`named`) likewise.
     """
 
-    __slots__ = ("docs", "match", "norm", "path_of", "path_postings", "postings", "saturated")
+    __slots__ = (
+        "defined",
+        "definers",
+        "docs",
+        "match",
+        "norm",
+        "path_of",
+        "path_postings",
+        "postings",
+        "saturated",
+    )
 
     def __init__(self) -> None:
         #: node id → (version, term counts, length, path terms)
@@ -361,6 +415,9 @@ class Bm25Index:
         self.saturated: dict[str, dict[str, float]] = {}
         self.path_postings: dict[str, set[str]] = {}
         self.path_of: dict[str, str] = {}
+        self.defined: dict[str, str] = {}  # node id → the names it defines (defined_list)
+        #: defined-name term → the files defining it, for the terms a query asked for
+        self.definers: dict[str, set[str]] = {}
 
     def update(self, node: TextNode) -> None:
         """Index ``node`` at its version (nothing to do when it is indexed at it)."""
@@ -368,10 +425,13 @@ class Bm25Index:
         if old is not None and old[0] == node.version:
             return
         self.remove(node.id)
-        counts = document_terms(node)
+        content = node.content
+        names = defined_names(content)
+        counts = document_terms(content, names)
         length = sum(counts.values())
         in_path = path_terms(node.path)
         self.docs[node.id] = (node.version, counts, length, in_path)
+        self.defined[node.id] = defined = defined_list(names)
         self.norm[node.id] = norm = K1 * (1 - B + B * length / AVERAGE_LENGTH)
         self.match[node.id] = match_weight(node.path)
         self.path_of[node.id] = node.path
@@ -381,6 +441,9 @@ class Bm25Index:
                 self.saturated[term][node.id] = _saturated(counts[term], norm)
         for term in in_path:
             self.path_postings.setdefault(term, set()).add(node.id)
+        for term, ids in self.definers.items():
+            if defines(defined, term):
+                ids.add(node.id)
 
     def remove(self, node_id: str) -> None:
         """Forget ``node_id`` (nothing if it is not indexed)."""
@@ -388,6 +451,10 @@ class Bm25Index:
         if old is None:
             return
         del self.path_of[node_id], self.norm[node_id], self.match[node_id]
+        defined = self.defined.pop(node_id)
+        for term, ids in self.definers.items():
+            if defines(defined, term):
+                ids.discard(node_id)
         for term, ids in self.postings.items():
             if term in old[1]:
                 ids.discard(node_id)
@@ -407,8 +474,8 @@ class Bm25Index:
                 self.saturated.clear()
             norm = self.norm
             held = (
-                {}  # a file-name term is in no content: no pass over the files
-                if term.startswith(NAME_MARK)
+                {}  # a file-name or defined-name term is in no content: no pass
+                if term.startswith(_NAMING_MARKS)
                 else {
                     nid: _saturated(doc[1][term], norm[nid])
                     for nid, doc in self.docs.items()
@@ -419,16 +486,31 @@ class Bm25Index:
             ids = self.postings[term] = set(held)
         return ids
 
+    def named(self, term: str) -> Set[str]:
+        """The files whose path holds ``term``, or for a defined-name term
+        (:func:`code_terms`) the files defining that name (gathered on the first ask)."""
+        if not term.startswith(DEFINED_MARK):
+            return self.path_postings.get(term, _NONE)
+        ids = self.definers.get(term)
+        if ids is None:
+            if len(self.definers) >= KEPT_POSTINGS:  # gathered again when asked again
+                self.definers.clear()
+            needle = f"\n{term[1:]}\n"
+            ids = self.definers[term] = {
+                nid for nid, defined in self.defined.items() if needle in defined
+            }
+        return ids
+
     def weights(self, query: Iterable[str]) -> dict[str, tuple[float, float]]:
         """Each distinct term of ``query`` → (its inverse document frequency among the
-        files' content, among their paths), times its count in the query; 0 where no
-        file holds the term (in content, in a path), so a focus word the tree does not
-        have adds nothing to the most a file can score (:meth:`score`)."""
+        files' content, among their paths or definitions: :meth:`named`), times its
+        count in the query; 0 where no file holds the term, so a focus word the tree
+        does not have adds nothing to the most a file can score (:meth:`score`)."""
         n = len(self.docs)
         return {
             term: (
                 qtf * _idf(n, len(self.holding(term))),
-                qtf * _idf(n, len(self.path_postings.get(term, ()))),
+                qtf * _idf(n, len(self.named(term))),
             )
             for term, qtf in Counter(query).items()
         }
@@ -436,19 +518,21 @@ class Bm25Index:
     def score(self, node_id: str, weights: dict[str, tuple[float, float]]) -> float:
         """The file's BM25 for the query of ``weights`` over its content (length
         normalized against :data:`AVERAGE_LENGTH`), plus :data:`PATH_WEIGHT` × the path
-        weight of each query term in its path, divided by the most any file can score:
+        weight of each query term in its path or among the names it defines (a
+        defined-name term, :func:`code_terms`), divided by the most any file can score:
         0..1, and a function of this file and the query's weights alone."""
         doc = self.docs.get(node_id)
         if doc is None or not weights:
             return 0.0
         _, counts, _, in_path = doc
+        defined = self.defined[node_id]
         norm_len = self.norm[node_id]
         got = best = 0.0
         for term, (w_content, w_path) in weights.items():
             tf = counts.get(term, 0)
             if tf:
                 got += w_content * _saturated(tf, norm_len)
-            if term in in_path:
+            if term in in_path or (term[:1] == DEFINED_MARK and defines(defined, term)):
                 got += PATH_WEIGHT * w_path
             best += w_content * (K1 + 1) + PATH_WEIGHT * w_path
         return got / best if best > 0 else 0.0
@@ -478,7 +562,7 @@ class Bm25Index:
                 got = {nid: w_content * saturated for nid, saturated in postings.items()}
                 get = got.get
             path_weight = PATH_WEIGHT * w_path
-            for nid in self.path_postings.get(term, ()):
+            for nid in self.named(term):
                 got[nid] = get(nid, 0.0) + path_weight
         match = self.match
         return {nid: v for nid, value in got.items() if (v := value / best * match[nid]) > 0}
@@ -488,7 +572,7 @@ class Bm25Index:
         out: set[str] = set()
         for term in set(query):
             out.update(self.holding(term))
-            out.update(self.path_postings.get(term, ()))
+            out.update(self.named(term))
         return out
 
 
@@ -636,7 +720,7 @@ class Relevance:
             return {}
         index = self._index
         nodes, ref = layout.nodes, layout.ref
-        query = [*terms(self.focus), *name_terms(self.focus)]
+        query = [*terms(self.focus), *name_terms(self.focus), *code_terms(self.focus)]
         if index is None or changed is None:
             index = self._index = index or Bm25Index()
             texts = [n for i, n in enumerate(nodes) if not ref[i] and isinstance(n, TextNode)]
