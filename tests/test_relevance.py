@@ -1122,6 +1122,109 @@ class TestIncrementalUnderFocus:
             (root / "a" / f"f{i}.py").write_text(filler(("restore", "net", "x")[i % 3], n))
         _turns_match_fresh_builds(root, budget, ops)
 
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        sizes=st.lists(st.integers(1, 60), min_size=2, max_size=10),
+        budget=st.integers(40, 3000),
+        ops=st.lists(FOCUS_OPS, min_size=1, max_size=8),
+    )
+    def test_directories_shown_without_a_heading_match_a_projection_built_from_scratch(
+        self, tmp_path: Path, sizes: list[int], budget: int, ops: list[tuple[str, int, object]]
+    ) -> None:
+        """Chains of directories with a file or two each: a directory whose files are all
+        left out shows no heading above its shown subdirectories, and shows it again
+        when one of its files is shown, turn after turn."""
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        places = ("p", "p/q", "p/q/r", "p/q/r/s", "t", "t/u")
+        for place in places:
+            (root / place).mkdir(parents=True, exist_ok=True)
+        for i, n in enumerate(sizes):
+            path = root / places[i % len(places)] / f"f{i}.py"
+            path.write_text(filler(("restore", "net", "x")[i % 3], n))
+        _turns_match_fresh_builds(root, budget, ops)
+
+
+class TestHeadingsOfTheirOwn:
+    """A directory's heading is shown when something of its own follows it: above its
+    shown subdirectories, whose headings carry their paths, a directory whose files are
+    all left out shows none."""
+
+    @staticmethod
+    def _tree(root: Path) -> None:
+        (root / "pkg" / "core").mkdir(parents=True)
+        for name in ("colors", "shell", "network"):
+            (root / "pkg" / f"{name}.py").write_text(filler(name, 40))
+        (root / "pkg" / "core" / "checkpoint.py").write_text(
+            "def restore(name):\n    return load(name)\n" + filler("snapshot", 30)
+        )
+        (root / "pkg" / "core" / "render.py").write_text(filler("render", 40))
+
+    def test_a_directory_whose_files_are_all_left_out_has_no_heading(self, tmp_path: Path) -> None:
+        from dagctx.nodes.group import GroupNode
+
+        self._tree(tmp_path)
+        with Session(tmp_path, budget=150) as s:
+            scan_tree(s, ".")
+            pkg = next(n for n in s.nodes() if isinstance(n, GroupNode) and n.title == "pkg/")
+            s.focus("restore checkpoint")
+            turns = []
+            for budget in (150, 200, 150):
+                s.set_budget(budget)
+                result = s.tick()
+                p = result.projection
+                fresh = from_scratch(s, result)
+                assert (p.text, p.sections) == (fresh.text, fresh.sections)
+                assert p.omitted == fresh.omitted
+                assert p.tokens <= budget
+                turns.append(p)
+            muted, shown, again = turns
+            assert "## pkg/core/ (#" in muted.text and "def restore(name):" in muted.text
+            assert f"(#{pkg.id}" not in muted.text
+            left = {muted.labels[nid] for nid in muted.omitted}
+            assert {"pkg/colors.py", "pkg/network.py", "pkg/shell.py"} <= left
+            # not left out: shown as a section of no text, its tokens given to the rest
+            assert pkg.id not in muted.omitted
+            assert [x.tokens for x in muted.sections if x.node_id == pkg.id] == [0]
+            assert muted.text.endswith(f"[dagctx left out {len(left)} nodes to fit 150 tokens]\n\n")
+            # a file of its own shown (by name): the heading is back
+            assert f"## pkg/ (#{pkg.id})\n\n- shell.py" in shown.text
+            assert again.text == muted.text
+
+    def test_the_careful_path_shows_no_heading_either(self, tmp_path: Path) -> None:
+        """The path that walks the graph again (a multi-parent node moving to a later
+        parent, or a final text over budget) shows the same sections and text."""
+        from unittest import mock
+
+        self._tree(tmp_path)
+        with Session(tmp_path, budget=150) as s:
+            scan_tree(s, ".")
+            s.focus("restore checkpoint")
+            fast = s.tick().projection
+            with mock.patch.object(Projector, "_moves", return_value=True):
+                careful = build_projection(s.graph, SectionCache(s.counter), 150)
+        assert "## pkg/ (#" not in fast.text
+        assert (careful.text, careful.sections) == (fast.text, fast.sections)
+
+    @pytest.mark.parametrize("how", ["notice", "ALL"])
+    def test_a_heading_that_says_more_than_its_path_stays(self, tmp_path: Path, how: str) -> None:
+        from dagctx.nodes.group import GroupNode
+
+        self._tree(tmp_path)
+        with Session(tmp_path, budget=150) as s:
+            scan_tree(s, ".")
+            pkg = next(n for n in s.nodes() if isinstance(n, GroupNode) and n.title == "pkg/")
+            if how == "notice":
+                pkg.notice = "(some files could not be read)"
+            else:
+                pkg.set_state(NodeState.ALL)  # the heading counts the children
+            s.focus("restore checkpoint")
+            p = s.tick().projection
+        assert "## pkg/core/ (#" in p.text and "def restore(name):" in p.text
+        assert f"## pkg/ (#{pkg.id}" in p.text and "pkg/shell.py" in p.labels.values()
+        assert {p.labels[nid] for nid in p.omitted} >= {"pkg/colors.py", "pkg/shell.py"}
+
 
 def _turns_match_fresh_builds(root: Path, budget: int, ops: list[tuple[str, int, object]]) -> None:
     """Run ``ops`` over a session of ``root``, one tick each, and check every projection

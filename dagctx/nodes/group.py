@@ -2,7 +2,8 @@
 
 At DETAILS and ALL the projection renders the group's header and walks its children (at
 DETAILS no header for a directory holding only directories, whose headings carry their
-paths: see :meth:`GroupNode._passes_through`). At
+paths: see :meth:`GroupNode._passes_through`; under a budget, none either for one whose
+files are all left out: :meth:`~dagctx.projection.allocation.Allocation._mute_headings`). At
 SUMMARY it shows the group's summary instead of the children. The default summarizer is
 deterministic (one line per child, from the child's COLLAPSED render) and is computed at
 render time, so it is always fresh. A custom summarizer (sync or async callable, e.g. an

@@ -55,7 +55,9 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   the next candidate directly. Then a directory group shown expanded with all its
   children left out, or with none (a directory holding only skipped files), is left
   out too (its heading would say nothing the footer does not count;
-  :meth:`Allocation._drop_bare_groups`), what is left deepens the least cuts
+  :meth:`Allocation._drop_bare_groups`), and a directory that shows only its
+  subdirectories (its files all left out) shows no heading, theirs carrying their paths
+  (:meth:`Allocation._mute_headings`); what is left deepens the least cuts
   (best file first), and long text nodes (most important first) are cut to the rest.
   These last two take what is left in whole grains of 1/:data:`FILL_GRAINS` of the
   workspace's room: a few tokens more or less (an edit of a file shown cut in a later
@@ -90,7 +92,8 @@ nothing and is no candidate whatever its state: only its parent's count of shown
 children follows); the one exception, a
 bare group left out, leaves its children (all left out already) visible. Fill, cut, bare
 groups and dropped companions are undone at the start of the next turn; the degrade
-prefix is moved, not recomputed.
+prefix is moved, not recomputed. The headings shown without text (:attr:`muted`) follow
+from the states each turn: only those that come or go are re-examined.
 
 A turn whose changes move most keys (a focus change that moves most files' levels) builds
 the plan again, from the kept one (:meth:`Allocation._carry`): the counts, floors,
@@ -147,8 +150,9 @@ _RELATED_LEVEL = RELATED_BUCKET * TIERS  # the lowest level not unrelated to the
 _NO_STOP = (0, 0, 0)
 # what a plan built from the one it replaces takes over as it is (_carry)
 _CARRIED = (
-    "bare", "companions", "cost", "cref", "cur", "dirty", "dropped", "f1", "kids", "owner",
-    "pressure", "sa", "shown_kids", "t0", "t1", "unsettled", "va", "vb", "vis",
+    "bare", "companions", "cost", "cref", "cur", "dirs", "dirty", "dropped", "f1", "heads",
+    "kids", "muted", "owner", "pressure", "sa", "shown_kids", "subdirs", "t0", "t1",
+    "unsettled", "va", "vb", "vis",
 )  # fmt: skip
 
 
@@ -169,6 +173,7 @@ class Allocation:
         "cref",
         "cur",
         "cut",
+        "dirs",
         "dirty",
         "dropped",
         "edge",
@@ -176,10 +181,12 @@ class Allocation:
         "f1",
         "f_tree",
         "focus",
+        "heads",
         "kids",
         "layout",
         "least",
         "mods",
+        "muted",
         "order",
         "owner",
         "pressure",
@@ -187,6 +194,7 @@ class Allocation:
         "shown_kids",
         "slot",
         "stop",
+        "subdirs",
         "t0",
         "t1",
         "top",
@@ -234,6 +242,7 @@ class Allocation:
             i for i in range(n) if not self.kids[i] and isinstance(nodes[i], GroupNode)
         }
         self.bared: list[tuple[int, int]] = []  # groups left out this turn, their states
+        self._find_dirs()
         self.cut: dict[int, tuple[int, str, int]] = {}
         self.least: list[int] = []  # entries :meth:`_deepen` cut least this turn, best first
         self.mods: list[tuple[int, int]] = []
@@ -939,7 +948,8 @@ class Allocation:
 
     def _count_shown(self, i: int, shown: bool) -> None:
         """Entry ``i`` was left out and is ``shown`` now, or the other way round: keep
-        its walk parent's count of children not left out, and :attr:`bare`, in step."""
+        its walk parent's count of children not left out, :attr:`bare`, and for a
+        directory its count of subdirectories not left out and :attr:`heads`, in step."""
         p = self.layout.parent[i]
         if p >= 0:
             left = self.shown_kids[p] = self.shown_kids[p] + (1 if shown else -1)
@@ -947,6 +957,14 @@ class Allocation:
                 self.bare.add(p)
             else:
                 self.bare.discard(p)
+            dirs = self.dirs
+            if p in dirs:
+                if i in self.subdirs:
+                    dirs[p] += 1 if shown else -1
+                if 0 < left == dirs[p]:
+                    self.heads.add(p)
+                elif p in self.heads:
+                    self.heads.remove(p)
 
     def _touch(self, i: int) -> None:
         self.dirty.add(i)
@@ -1004,6 +1022,7 @@ class Allocation:
         phase, j, k = stop
         cur, sa, owner, requested = self.cur, self.sa, self.owner, self.layout.requested
         vis, parent, shown_kids, bare = self.vis, self.layout.parent, self.shown_kids, self.bare
+        dirs, subdirs, heads = self.dirs, self.subdirs, self.heads
         try:
             for slot in range(lo, hi):
                 i = entry_at[slot]
@@ -1023,11 +1042,19 @@ class Allocation:
                 if (cur[i] == OMIT) != (state == OMIT):  # _count_shown, inline
                     p = parent[i]
                     if p >= 0:
-                        left = shown_kids[p] = shown_kids[p] + (1 if state != OMIT else -1)
+                        one = 1 if state != OMIT else -1
+                        left = shown_kids[p] = shown_kids[p] + one
                         if left == 0:
                             bare.add(p)
                         else:
                             bare.discard(p)
+                        if p in dirs:
+                            if i in subdirs:
+                                dirs[p] += one
+                            if 0 < left == dirs[p]:
+                                heads.add(p)
+                            elif p in heads:  # most moves leave it out: no call
+                                heads.remove(p)
                 cur[i] = state
         finally:
             deferred, self._deferred = self._deferred, None
@@ -1065,6 +1092,7 @@ class Allocation:
             if self.pressure:
                 self.move_to((1, 0, 0))
             self.total, self.triggered = self.t0, False
+            self._mute(set())
             return
         self.ensure_pressure()
         # Breadth before depth: degrade as far as a share of the room needs, so the
@@ -1114,6 +1142,7 @@ class Allocation:
             self._cut_next(stop[1], avail - self.total)
         self._fill(avail, low)
         self._drop_bare_groups()
+        self._mute_headings()
         # the cuts below lengthen by what is left in whole grains, so a turn that moves
         # it by a few tokens (an edit of a file shown cut) leaves them as they were
         avail -= max(0, avail - self.total) % max(1, work // FILL_GRAINS)
@@ -1141,6 +1170,59 @@ class Allocation:
             self._bare_state(i, OMIT)
             if parent[i] in self.bare:
                 todo.append(parent[i])
+
+    def _find_dirs(self) -> None:
+        """Find the directories of the layout, their subdirectories and the :attr:`heads`
+        among them (:meth:`_mute_headings`), every entry at its requested state (none
+        left out). A directory is a group entry titled ``path/``; a subdirectory, a group
+        entry whose title starts with its walk parent's, a directory's (its heading says
+        where it is). :attr:`dirs` holds each directory's count of subdirectories not
+        left out, kept as states move (:meth:`_count_shown`); titles do not change
+        within a layout."""
+        layout = self.layout
+        nodes, ref, parent = layout.nodes, layout.ref, layout.parent
+        dirs: dict[int, int] = {}
+        titles: dict[int, str] = {}  # each directory's title
+        self.subdirs: set[int] = set()
+        for i, node in enumerate(nodes):
+            if ref[i] or not isinstance(node, GroupNode) or not node.title:
+                continue
+            title = node.title
+            p = parent[i]
+            if p in dirs and title.startswith(titles[p]):
+                self.subdirs.add(i)
+                dirs[p] += 1
+            if title.endswith("/"):
+                dirs[i], titles[i] = 0, title
+        self.dirs = dirs
+        shown = self.shown_kids
+        self.heads: set[int] = {p for p, k in dirs.items() if 0 < k == shown[p]}
+        self.muted: set[int] = set()
+
+    def _mute_headings(self) -> None:
+        """Show no heading for a directory shown expanded (DETAILS) whose children not
+        left out are all its subdirectories (:attr:`heads`): their headings carry their
+        paths, and nothing of its own follows its heading (its files are all left out,
+        and counted by the footer; one holding only directories renders none at DETAILS
+        anyway, :meth:`GroupNode._passes_through`). A heading with a notice stays. The
+        heading's tokens go to what is left. It is still shown (not left out): a section
+        of no text."""
+        cur, vis, nodes = self.cur, self.vis, self.layout.nodes
+        muted = {
+            p
+            for p in self.heads
+            if vis[p] and cur[p] == DETAILS and getattr(nodes[p], "notice", None) is None
+        }
+        for p in muted:
+            self.total -= self.c(p, DETAILS)
+        self._mute(muted)
+
+    def _mute(self, muted: set[int]) -> None:
+        """Make ``muted`` the entries shown with no heading; those that come or go are
+        dirty."""
+        for p in muted ^ self.muted:
+            self._touch(p)
+        self.muted = muted
 
     def _bare_state(self, i: int, state: int) -> None:
         """Move the bare group at entry ``i`` between its shown state and OMIT

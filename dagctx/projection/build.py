@@ -23,7 +23,9 @@ For a budget ``B``:
    up to SUMMARY (outlines) while each fits; cut the file the degrade stopped at to what
    is left; then, no further down than the first that did not fit, upgrade every
    degraded node one level at a time while the next level fits. A directory shown with
-   every file in it left out is left out too (the footer counts it).
+   every file in it left out is left out too (the footer counts it); one that shows
+   only subdirectories, its own files all left out, shows no heading (theirs carry
+   their paths).
 4. Fill what is left by deepening those least cuts (the best file first), then by
    cutting long text nodes (most important first): a source file
    shows the definitions that match the focus in full and the rest as outline lines,

@@ -405,6 +405,10 @@ class Projector:
         state = cur[i]
         if state == OMIT or alloc.dropped[i]:
             return None
+        if i in alloc.muted:  # a directory's heading that says nothing: no text
+            return Section(
+                node.id, STATES[layout.requested[i]], STATES[state], 0, version=node.version
+            )
         cut = alloc.cut.get(i)
         if cut is not None:
             cuttable = getattr(node, "cuttable_lines", None)
@@ -424,6 +428,8 @@ class Projector:
         node = layout.nodes[i]
         if section.reference:
             return reference_text(node)
+        if i in alloc.muted:
+            return ""
         cut = alloc.cut.get(i)
         if cut is not None:
             return cut[1]
@@ -646,6 +652,7 @@ class Projector:
         state = {nodes[i].id: alloc.cur[i] for i in range(len(nodes)) if not ref[i]}
         cut = {nodes[i].id: c for i, c in alloc.cut.items()}
         dropped = {nodes[i].id for i in range(len(nodes)) if alloc.dropped[i]}
+        muted = {nodes[i].id for i in alloc.muted}
         reasons: dict[str, str] = {nid: COMPANION_REASON for nid in dropped}
         # (band, node, section, text) in walk order
         parts: list[tuple[int, Node, Section, str]] = []
@@ -664,7 +671,9 @@ class Projector:
             else:
                 shown.add(node.id)
                 c = cut.get(node.id)
-                if c is not None:
+                if node.id in muted:
+                    text, section = "", Section(node.id, node.state, st, 0, version=node.version)
+                elif c is not None:
                     cuttable = getattr(node, "cuttable_lines", None)
                     lines = (cuttable() - c[0]) if cuttable is not None else 0
                     text = c[1]
