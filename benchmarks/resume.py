@@ -13,8 +13,10 @@ does not inflate as it does wall time; the cold start counts tokens on two threa
 its CPU time is above its wall time on a quiet machine); the wall-time ratio is shown
 beside it, and where each start's CPU time goes: a resume's load of the file, its
 survey of the disk (in the tick), its first projection and the rest; a cold start's scan,
-first projection and the rest (informational). A last row resumes after 100 files were
-edited, 20 created and 20 deleted while nothing watched (informational).
+first projection and the rest (informational). A row resumes after 100 files were
+edited, 20 created and 20 deleted while nothing watched, and a last one resumes a session
+with a focus set (``dagctx watch --focus``, given again at the resume as the watch is),
+which saves no projection, against its focused cold start (both informational).
 
 ``python -m benchmarks.resume [--quick]`` prints the rows alone.
 """
@@ -27,10 +29,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.scenarios import Bench, Row, row
+from benchmarks.scenarios import FOCUSES, Bench, Row, row
 
 RESUME_TARGET = 0.20
 BUDGET = 8000
+FOCUS = FOCUSES[0]
 _START = """
 import json, sys, time
 from pathlib import Path
@@ -38,6 +41,7 @@ from dagctx.session import Session, core
 from dagctx.tokens import get_encoding
 from dagctx.watch.tracker import TreeTracker
 mode, root, budget = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
+focus = sys.argv[4] if len(sys.argv) > 4 else None
 phases = dict.fromkeys(("load", "scan", "survey", "projection"), 0.0)
 
 def timed(phase, call):
@@ -59,6 +63,8 @@ else:
     session = Session.load(root=root)
     session.set_budget(budget)
 phases["load"] = time.process_time() - cpu
+if focus is not None:
+    session.focus(focus)  # as dagctx watch --focus does at every start
 outputs = [root / ".dagctx" / name for name in ("projection.md", "projection.json")]
 timed("scan", TreeTracker(session, ".", ignore=outputs).load)()  # as dagctx watch does
 result = session.tick()
@@ -74,9 +80,10 @@ print(json.dumps(out))
 """
 
 
-def _start(mode: str, root: Path) -> dict[str, float]:
+def _start(mode: str, root: Path, focus: str | None = None) -> dict[str, float]:
     done = subprocess.run(
-        [sys.executable, "-c", _START, mode, str(root), str(BUDGET)],
+        [sys.executable, "-c", _START, mode, str(root), str(BUDGET)]
+        + ([] if focus is None else [focus]),
         capture_output=True,
         text=True,
         check=True,
@@ -122,6 +129,10 @@ def resume(b: Bench) -> list[Row]:
     _offline_edits(root, source.files, seed=runs)
     edited = _start("resume", root)
     fresh = _start("cold", root)  # the edited tree, cold (and saved again)
+    focused_cold = _start("cold", root, FOCUS)
+    focused = _start("resume", root, FOCUS)
+    if focused["changes"] or focused["tokens"] != focused_cold["tokens"]:
+        raise RuntimeError(f"focused resume differs: {focused_cold} vs {focused}")
 
     def median(starts: list[dict[str, float]], key: str) -> float:
         return sorted(s[key] for s in starts)[len(starts) // 2]
@@ -166,6 +177,15 @@ def resume(b: Bench) -> list[Row]:
             "s",
             baseline=fresh["cpu"],
             target_text=f"{edited['cpu'] / fresh['cpu']:.0%} of cold (informational)",
+        ),
+        row(
+            f"  with a focus ({FOCUS!r}: no projection saved) vs its focused cold start,"
+            f" CPU; resume load {focused['load'] * 1000:.0f} ms, survey"
+            f" {focused['survey'] * 1000:.0f}, projection {focused['projection'] * 1000:.0f}",
+            focused["cpu"],
+            "s",
+            baseline=focused_cold["cpu"],
+            target_text=f"{focused['cpu'] / focused_cold['cpu']:.0%} of cold (informational)",
         ),
     ]
 
