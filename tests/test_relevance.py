@@ -653,6 +653,32 @@ class TestWithoutFocus:
         # what the modules' outlines leave goes to the rest (small files whole)
         assert p.tokens > 2500 * 95 // 100
 
+    def test_a_readme_too_long_to_keep_whole_is_cut_though_the_rest_fits_as_names(
+        self, tmp_path: Path
+    ) -> None:
+        """A README that needs more than WHOLE_SHARE of the room is cut to its opening
+        sections (at most TOP_CUT_SHARE) whether or not the other files fit beside it
+        as names: on gin at 8k the README (227 lines, badges, users, how to contribute)
+        took 3,264 tokens, 41 % of the room, with 19 modules outlined; cut, 1,737 and 30."""
+        (tmp_path / "README.md").write_text(
+            "# Tool\n\nTool turns widgets into gadgets.\n\n"
+            + "".join(f"## Part {i}\n\n" + "Some prose about the tool.\n" * 12 for i in range(20))
+        )
+        (tmp_path / "pkg").mkdir()
+        modules = ("core", "engine", "store", "shell", "parser", "lexer", "render", "cache")
+        for name in modules:
+            (tmp_path / "pkg" / f"{name}.py").write_text(filler(name, 150))
+        big = render(tmp_path, 100_000)
+        whole = next(x for x in big.sections if big.labels[x.node_id] == "README.md")
+        budget = 4000
+        assert whole.tokens > budget * allocation.WHOLE_SHARE // 100  # too long to keep whole
+        p = render(tmp_path, budget)
+        readme = next(x for x in p.sections if p.labels[x.node_id] == "README.md")
+        assert readme.cut_lines and "Tool turns widgets into gadgets." in p.text, p.explain()
+        assert readme.tokens <= budget * allocation.TOP_CUT_SHARE // 100
+        code = sum(x.tokens for x in p.sections if p.labels[x.node_id].startswith("pkg/"))
+        assert code > budget // 2 and p.tokens <= budget
+
     def test_docs_and_tests_are_left_out_before_the_code_degrades(self, tmp_path: Path) -> None:
         """Without a focus the names of many docs and tests do not crowd out the outlines
         of the project's modules: files outside its code are left out first, counted in

@@ -36,14 +36,15 @@ O(changed nodes × (depth + log n)) instead of a pass over the graph:
   percent, while others relate to the focus: each gets a focused cut of up to
   :data:`TOP_CUT_SHARE` percent and the degrade aims at the share less those
   (:meth:`Allocation._long_files`), so a long file does not leave the next related
-  files as outlines. These shares are of the room less what the sections outside the
-  stable band need (:meth:`Allocation.decide`'s ``held``; those come on top), so a
-  new message does not move them. With a focus, the best files the degrade took down
-  (one per :data:`DEPTH_TOKENS` of the room) then get the least focused cut that shows
-  a definition in full, while it fits in their outline plus :data:`DEPTH_EXTRA`
-  percent of the room and leaves :data:`DEPTH_KEEP` percent to the outlines
-  (:meth:`Allocation._deepen`). Then, going back from the most important node,
-  degraded nodes are brought up to SUMMARY (an outline) while each fits, up to the
+  files as outlines; without a focus, a README kept so is cut the same way (the
+  sections it opens with), as when it would be degraded. These shares are of the room
+  less what the sections outside the stable band need (:meth:`Allocation.decide`'s
+  ``held``; those come on top), so a new message does not move them. With a focus,
+  the best files the degrade took down (one per :data:`DEPTH_TOKENS` of the room) then
+  get the least focused cut that shows a definition in full, while it fits in their
+  outline plus :data:`DEPTH_EXTRA` percent of the room and leaves :data:`DEPTH_KEEP`
+  percent to the outlines (:meth:`Allocation._deepen`). Then, going back from the most
+  important node, degraded nodes are brought up to SUMMARY (an outline) while each fits, up to the
   first that does not (at most :data:`MAX_OUTLINES`); when the best file was kept
   whole, the file the degrade stopped at then gets a focused cut of what is left
   (:meth:`Allocation._cut_next`), before smaller files ranked after it are raised;
@@ -1262,7 +1263,7 @@ class Allocation:
                 whole = self.c(i, requested[i])
                 if whole <= limit:
                     continue
-                if not cuts and not self._others_related(i):
+                if not cuts and not self._cut_first(i):
                     return stop, total, triggered
                 keep = self._top_cut_room(i, most)
                 if keep:
@@ -1346,6 +1347,13 @@ class Allocation:
             for j in range(len(level))
             if not unrelated(level[j])
         )
+
+    def _cut_first(self, i: int) -> bool:
+        """Whether entry ``i``, the best file and too long to keep whole, gets a cut
+        before the fill: with a focus when another file is related to it, without one
+        when it is a file of prose (:meth:`_prose`), whose opening sections leave the
+        rest of the room to the project's code."""
+        return self._others_related(i) if self.focus is not None else self._prose(i)
 
     def _prose(self, i: int) -> bool:
         """Whether entry ``i`` is a file of prose (docs: a README): read from its start, so
