@@ -453,7 +453,7 @@ class TestRanking:
                 f"  public Object read(Object in) {{ return in; }}\n}}\n"
             )
         assert name_terms("Fix TypeAdapters enum, _client.py") == [
-            "=typeadapters", "=enum", "=_client",
+            "=typeadapters", "`typeadapters", "=enum", "=_client", "`_client",
         ]  # fmt: skip
         assert "=typeadapters" in path_terms("gson/bind/TypeAdapters.java")
         p = render(tmp_path, 100_000, "Fix TypeAdapters enum adapter for enum constants")
@@ -489,6 +489,43 @@ class TestRanking:
         p = render(tmp_path, 100_000, "searcher: simplify the replace bytes routine")
         by_label = {p.labels[k]: v for k, v in p.scores.items()}  # plain words: no name
         assert max(by_label, key=lambda k: by_label[k].lexical) != "line_buffer.rs"
+
+    def test_a_plain_word_names_code_and_tests_a_word_written_as_code_any_file(
+        self, tmp_path: Path
+    ) -> None:
+        """A plain word of the focus that is a docs page's name (http2, a word of every
+        task about HTTP/2) does not name the page: the code it is about ranks above it. A
+        word written as code (in backticks, with an inner capital or underscore) still
+        names the page; a plain word still names a code or test file."""
+        assert name_terms("Use `urlescape` in root.go, ProGuard and node") == [
+            "=urlescape", "`urlescape", "=root", "=proguard", "`proguard", "=node",
+        ]  # fmt: skip
+        assert {"=node", "=http2"} <= path_terms("spec/node.js") | path_terms("pkg/http2.py")
+        assert "`http2" in path_terms("docs/http2.md") and "=http2" not in path_terms(
+            "docs/http2.md"
+        )
+        (tmp_path / "docs").mkdir()
+        (tmp_path / "pkg").mkdir()
+        (tmp_path / "docs" / "http2.md").write_text(
+            "# HTTP/2\n\nEnable http2 support with the client option. See the config page.\n"
+        )
+        (tmp_path / "pkg" / "config.py").write_text(
+            "class Config:\n"
+            '    """Connection settings."""\n\n'
+            "    def __init__(self, http1: bool = True, http2: bool = False) -> None:\n"
+            "        self.http1 = http1\n        self.http2 = http2\n        self.timeout = 5.0\n"
+        )
+        (tmp_path / "pkg" / "client.py").write_text(
+            "from pkg.config import Config\n\n\nclass Client:\n"
+            "    def __init__(self, config: Config) -> None:\n        self.config = config\n"
+        )
+        for focus, first in (
+            ("Switch http2 off by default in the config", "pkg/config.py"),  # docs first before
+            ("Describe the `http2` option", "docs/http2.md"),
+        ):
+            p = render(tmp_path, 100_000, focus)
+            lexical = {p.labels[k]: v.lexical for k, v in p.scores.items()}
+            assert max(lexical, key=lambda k: lexical[k]) == first, (focus, lexical)
 
     def test_a_changelog_matches_less_than_the_code_it_describes(self, tmp_path: Path) -> None:
         """A changelog names every past change, so a task's words match it whatever the

@@ -6,7 +6,8 @@ A text file's score has two parts:
   count :data:`SYMBOL_WEIGHT` times more; lengths normalized against a fixed
   :data:`AVERAGE_LENGTH`), plus :data:`PATH_WEIGHT` × the inverse document frequency
   among paths of each focus term in its path (and of each focus word that is the file's
-  name less its extensions, matched whole: :func:`name_terms`; and of each focus word
+  name less its extensions, matched whole, for a file other than code or tests only when
+  the word is written as code: :func:`name_terms`; and of each focus word
   written as code, ``replace_bytes`` or ``nullSafe()``, that is a name the file
   defines: :func:`code_terms`); divided by the most a
   file can score and scaled down for docs, tests and fixtures (:data:`KIND_WEIGHT`),
@@ -291,29 +292,13 @@ CHAT_TERMS = frozenset(
 )
 
 
-#: Marks a file-name term (:func:`name_terms`), which no word of content ever is.
+#: Marks a file-name term of a code or test file (:func:`name_terms`), which no word of
+#: content ever is.
 NAME_MARK = "="
+#: Marks a file-name term of any other file (docs, data, configuration), which only a word
+#: written as code names (:func:`name_terms`).
+CODE_NAME_MARK = "`"
 _NAME_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
-
-
-def name_terms(text: str) -> list[str]:
-    """The words of ``text`` (of four characters or more) whole and case-folded, each as
-    a file-name term: a focus that writes a file's name as its code does
-    (``TypeAdapters``, ``_client``) names that file, where the split and stemmed terms
-    (type, adapter) match every file about type adapters alike."""
-    return [NAME_MARK + word.casefold() for word in _NAME_WORD.findall(text)]
-
-
-def path_terms(path: str) -> frozenset[str]:
-    """The terms of a path's components, and the file's name less its extensions as a
-    file-name term (:func:`name_terms`; ``TypeAdapters.java`` → ``=typeadapters``)."""
-    stem = path.rpartition("/")[2].partition(".")[0].casefold()
-    found = terms(path.replace("/", " ").replace(".", " "))
-    return frozenset([*found, NAME_MARK + stem] if len(stem) >= 4 else found)
-
-
-#: Marks a defined-name term (:func:`code_terms`), which no word of content ever is.
-DEFINED_MARK = "&"
 # A word as code writes it: with an underscore or an inner capital (``replace_bytes``,
 # ``_client``, ``nullSafe``, ``ShouldBindJSON``), or in backticks, or called or dotted.
 _CODE_WORD = re.compile(
@@ -323,7 +308,40 @@ _CODE_WORD = re.compile(
 )
 
 
-_NAMING_MARKS = (NAME_MARK, DEFINED_MARK)
+def name_terms(text: str) -> list[str]:
+    """The words of ``text`` (of four characters or more) whole and case-folded, each as
+    a file-name term of a code or test file (:data:`NAME_MARK`), and a word written as
+    code (:data:`_CODE_WORD`: ``TypeAdapters``, ``_client``, in backticks) also as one of
+    any other file (:data:`CODE_NAME_MARK`): a focus that writes a file's name as its
+    code does names that file, where the split and stemmed terms (type, adapter) match
+    every file about type adapters alike; a plain word (http2, node) names no page of
+    the docs."""
+    code = {w.casefold() for match in _CODE_WORD.finditer(text) for w in match.groups() if w}
+    found = []
+    for word in _NAME_WORD.findall(text):
+        name = word.casefold()
+        found.append(NAME_MARK + name)
+        if name in code:
+            found.append(CODE_NAME_MARK + name)
+    return found
+
+
+def path_terms(path: str) -> frozenset[str]:
+    """The terms of a path's components, and the file's name less its extensions as a
+    file-name term (:func:`name_terms`): ``=typeadapters`` for ``TypeAdapters.java``,
+    ``=_client`` for ``_client.py``, ``=node`` for the test ``spec/node.js``, but
+    ``http2`` marked with :data:`CODE_NAME_MARK` for ``docs/http2.md``."""
+    stem = path.rpartition("/")[2].partition(".")[0].casefold()
+    found = terms(path.replace("/", " ").replace(".", " "))
+    if len(stem) < 4:
+        return frozenset(found)
+    mark = NAME_MARK if file_kind(path) in (SOURCE, TESTS) else CODE_NAME_MARK
+    return frozenset([*found, mark + stem])
+
+
+#: Marks a defined-name term (:func:`code_terms`), which no word of content ever is.
+DEFINED_MARK = "&"
+_NAMING_MARKS = (NAME_MARK, CODE_NAME_MARK, DEFINED_MARK)
 _NONE: frozenset[str] = frozenset()
 
 
