@@ -196,7 +196,8 @@ class SessionClosedError(SessionError):
 
 class BlockingCallError(SessionError, RuntimeError):
     """A blocking session call was made on the session's own event loop, where it would
-    wait for itself; the message names the async twin to await instead."""
+    wait for itself (the message names the async twin to await instead), or a tick was
+    asked for inside a tick of the same session."""
 
 
 class NodeTypeError(SessionError, TypeError):

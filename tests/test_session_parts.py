@@ -155,6 +155,21 @@ class TestBackgroundLoop:
             assert applied == [threading.current_thread()]
             assert s.background.thread is not threading.current_thread()
 
+    def test_a_tick_inside_a_tick_is_refused(self, tmp_path: Path) -> None:
+        # it would wait for itself (it ran on the loop's thread and was refused there)
+        with Session(tmp_path) as s:
+            errors: list[BaseException] = []
+
+            def tick_inside() -> None:
+                try:
+                    s.tick()
+                except DagctxError as error:
+                    errors.append(error)
+
+            s.queue_result(tick_inside)
+            assert s.tick().turn == 1 and s.tick().turn == 2
+            assert len(errors) == 1 and "inside a tick" in str(errors[0])
+
     def test_blocking_tick_on_the_loop_is_refused(self, tmp_path: Path) -> None:
         with Session(tmp_path) as s:
 

@@ -41,6 +41,7 @@ from dagctx.checkpoint import BaseCheckpointStore
 from dagctx.context import Context
 from dagctx.errors import (
     ArgumentError,
+    BlockingCallError,
     BudgetError,
     CycleError,
     NoSessionError,
@@ -184,7 +185,8 @@ class SessionCore:
         # the projection saved with the session or offered back by a load (resume.py)
         self._saved_plan: SavedPlan | None = None
         self._refresh: dict[str, Node] = {}
-        self._ticking = threading.Lock()  # ticks from several threads run one at a time
+        self._ticking = threading.RLock()  # ticks from several threads run one at a time
+        self._in_tick = False  # whether tick() runs (a tick inside it is refused)
         # Session file (resolved path) → the generation this session last read or wrote
         # there: a save refuses a file another session wrote since (session/file.py).
         self._file_generations: dict[Path | str, str] = {}
@@ -535,16 +537,26 @@ class SessionCore:
         one at a time.
 
         Raises:
-            BlockingCallError: called on the session's own loop (use :meth:`atick`).
+            BlockingCallError: called on the session's own loop (use :meth:`atick`), or
+                inside a tick of this session (a queued result, a node's recompute).
         """
         self._check_open()
         self.background.refuse_blocking()
         with self._ticking:
-            started = time.perf_counter()
-            recomputed = self._take_changes()
-            if self._summaries_due():
-                self.background.run(self._refresh_summaries())
-            return self._finish_turn(started, recomputed)
+            if self._in_tick:  # the same thread, inside its own tick
+                raise BlockingCallError(
+                    "Session.tick() was called inside a tick of the same session"
+                    " (from a queued result or a node's recompute)"
+                )
+            self._in_tick = True
+            try:
+                started = time.perf_counter()
+                recomputed = self._take_changes()
+                if self._summaries_due():
+                    self.background.run(self._refresh_summaries())
+                return self._finish_turn(started, recomputed)
+            finally:
+                self._in_tick = False
 
     async def atick(self) -> TickResult:
         """The async twin of :meth:`tick`."""
