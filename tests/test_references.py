@@ -179,6 +179,8 @@ class TestGraph:
                 fresh.update(f"n{j}", 0, f"f{j}.py", text)
             for j in range(MAX_DEFINERS + 3):
                 assert g.neighbours(f"n{j}") == fresh.neighbours(f"n{j}")
+            assert g._defined_by == fresh._defined_by  # no posting left behind
+            assert g._referenced_by == fresh._referenced_by
             seeds = {f"n{j}": 1.0 + j for j in texts}
             assert g.rank(seeds) == fresh.rank(seeds)
 

@@ -109,16 +109,18 @@ class ReferenceGraph:
         if old is not None and old[1] == defs and old[2] == refs:
             self._files[key] = (version, defs, refs)
             return True
+        before: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
         if old is not None:
-            self._forget_links(key, old[1] ^ defs, old[2] ^ refs)
-            self._drop(key, old)
-        else:
-            self._forget_links(key, defs, refs)
+            before = old[1], old[2]
+        self._forget_links(key, before[0] ^ defs, before[1] ^ refs)
         self._files[key] = (version, defs, refs)
-        for name in defs:
-            self._defined_by.setdefault(name, set()).add(key)
-        for name in refs:
-            self._referenced_by.setdefault(name, set()).add(key)
+        for postings, was, now in (
+            (self._defined_by, before[0], defs),
+            (self._referenced_by, before[1], refs),
+        ):  # the postings of the names it no longer has and of those it has now
+            _unpost(postings, was - now, key)
+            for name in now - was:
+                postings.setdefault(name, set()).add(key)
         return True
 
     def remove(self, key: str) -> None:
@@ -126,17 +128,9 @@ class ReferenceGraph:
         old = self._files.get(key)
         if old is not None:
             self._forget_links(key, old[1], old[2])
-            self._drop(key, old)
-
-    def _drop(self, key: str, old: tuple[int, frozenset[str], frozenset[str]]) -> None:
-        """Take file ``key``, held as ``old``, out of the files and the postings."""
-        del self._files[key]
-        for postings, names in ((self._defined_by, old[1]), (self._referenced_by, old[2])):
-            for name in names:
-                keys = postings[name]
-                keys.discard(key)
-                if not keys:
-                    del postings[name]
+            del self._files[key]
+            _unpost(self._defined_by, old[1], key)
+            _unpost(self._referenced_by, old[2], key)
 
     def _forget_links(self, key: str, defs: Set[str], refs: Set[str]) -> None:
         """Forget the links kept of the files whose links move when file ``key`` comes to
@@ -234,6 +228,15 @@ class ReferenceGraph:
                         walked[other] = walked.get(other, 0.0) + share * links[other]
             mass = dict(sorted(walked.items()))
         return rank
+
+
+def _unpost(postings: dict[str, set[str]], names: Iterable[str], key: str) -> None:
+    """Take file ``key`` out of the postings of ``names`` (it is in each)."""
+    for name in names:
+        keys = postings[name]
+        keys.discard(key)
+        if not keys:
+            del postings[name]
 
 
 class GraphBuild:
