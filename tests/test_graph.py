@@ -521,9 +521,9 @@ class GraphMachine(RuleBasedStateMachine):
         newer = [n for n in self.roots if n not in children]
         newer += [n for n in self.children if n not in children and n not in self.roots]
         assert self.g.restore(name) == newer
-        self.children = {k: list(v) for k, v in children.items()}
-        for n in newer:
-            self.children[n] = []
+        # the graph's node order: the nodes it has, then those the restore brings back
+        order = [*self.children, *(n for n in children if n not in self.children)]
+        self.children = {n: list(children.get(n, ())) for n in order}
         self.roots = list(roots) + newer
         for nid, state in states.items():
             assert self.g.get(nid).state == state

@@ -597,7 +597,8 @@ class ContextGraph:
         """Put back the structure saved under ``name``; return ids of nodes created since.
 
         Nodes created after the checkpoint survive as roots (after the saved roots, those
-        that were roots first, in root order);
+        that were roots first, in root order, then the others in the graph's node order,
+        where a node an earlier restore brought back counts from its return);
         nodes removed since come back. Parents whose children differ and nodes whose
         state differs get a version bump, so caches stay valid. A live checkpoint only
         revisits the parents whose children changed since.
