@@ -10,6 +10,7 @@ import pytest
 
 from dagctx import GraphError, GroupNode, Node, NodeState, Session, TextNode, TickFrequency
 from dagctx.nodes import node_types
+from dagctx.nodes import text as text_module
 
 
 class TestTextNode:
@@ -90,6 +91,17 @@ class TestTextNode:
         assert b.to_dict()["data"]["media_type"] == "text/plain"
         again = Node.from_dict(part.to_dict())
         assert again.to_dict() == part.to_dict() and again.lines == part.lines
+
+    def test_specs_stay_shared_after_many_trees(self, tmp_path: Path) -> None:
+        """A process that read more than SPECS_KEPT distinct specs (other roots, other
+        settings) still shares the spec of the tree it reads now: the oldest go."""
+        (tmp_path / "a.py").write_text("a = 1\n")
+        (tmp_path / "b.py").write_text("b = 2\n")
+        for n in range(text_module.SPECS_KEPT + 5):
+            TextNode("a.py", root=tmp_path, max_bytes=1000 + n)
+        a, b = TextNode("a.py", root=tmp_path), TextNode("b.py", root=tmp_path)
+        assert a._spec is b._spec
+        assert len(text_module._specs) <= text_module.SPECS_KEPT
 
     def test_total_bytes_is_the_size_at_the_last_read_that_got_that_far(
         self, tmp_path: Path

@@ -350,19 +350,22 @@ def _resolved_root(root: str) -> Path:
     return _resolved(root, "" if os.path.isabs(root) else os.getcwd())
 
 
-#: Distinct specs (see :class:`TextNode`) shared between nodes, at most this many.
+#: Distinct specs (see :class:`TextNode`) shared between nodes, at most this many: the
+#: least recently made go first, so a process that reads many trees in turn (a server,
+#: a test suite) keeps sharing the specs of the tree it reads now.
 SPECS_KEPT = 1024
 _specs: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
 def _shared_spec(spec: tuple[Any, ...]) -> tuple[Any, ...]:
     """An equal spec already in use (one tuple for the files of a tree read alike), or
-    ``spec`` itself, kept for the next nodes while fewer than :data:`SPECS_KEPT` are."""
+    ``spec`` itself, kept for the next nodes (the oldest of :data:`SPECS_KEPT` dropped)."""
     kept = _specs.get(spec)
     if kept is not None:
         return kept
-    if len(_specs) < SPECS_KEPT:
-        _specs[spec] = spec
+    if len(_specs) >= SPECS_KEPT:
+        del _specs[next(iter(_specs))]
+    _specs[spec] = spec
     return spec
 
 
