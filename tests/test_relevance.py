@@ -1270,6 +1270,27 @@ class TestHeadingsOfTheirOwn:
         assert "## pkg/ (#" not in fast.text
         assert (careful.text, careful.sections) == (fast.text, fast.sections)
 
+    def test_only_directories_of_files_and_directories_are_followed(self, tmp_path: Path) -> None:
+        """A directory holding only directories (no heading at DETAILS anyway), or none,
+        never shows only subdirectories: the plan keeps no count for it, so the turns
+        of a tree of such (repo-10k) cost nothing more."""
+        from dagctx.nodes.group import GroupNode
+
+        self._tree(tmp_path)
+        (tmp_path / "lib" / "x").mkdir(parents=True)
+        (tmp_path / "lib" / "x" / "y.py").write_text(filler("net", 40))
+        with Session(tmp_path, budget=150) as s:
+            scan_tree(s, ".")
+            s.focus("restore checkpoint")
+            s.tick()
+            projector = s.cache.projector
+            assert isinstance(projector, Projector) and projector.layout is not None
+            nodes = projector.layout.nodes
+            alloc = projector._plans[150].alloc
+            followed = {nodes[i].title for i in alloc.dirs if isinstance(nodes[i], GroupNode)}
+            assert followed == {"pkg/"} and len(alloc.dirs) == 1
+            assert {nodes[i].title for i in alloc.subdirs} == {"pkg/core/"}  # type: ignore[attr-defined]
+
     @pytest.mark.parametrize("how", ["notice", "ALL"])
     def test_a_heading_that_says_more_than_its_path_stays(self, tmp_path: Path, how: str) -> None:
         from dagctx.nodes.group import GroupNode

@@ -1173,31 +1173,39 @@ class Allocation:
                 todo.append(parent[i])
 
     def _find_dirs(self) -> None:
-        """Find the directories of the layout, their subdirectories and the :attr:`heads`
-        among them (:meth:`_mute_headings`), every entry at its requested state (none
-        left out). A directory is a group entry titled ``path/``; a subdirectory, a group
-        entry whose title starts with its walk parent's, a directory's (its heading says
-        where it is). :attr:`dirs` holds each directory's count of subdirectories not
-        left out, kept as states move (:meth:`_count_shown`); titles do not change
-        within a layout."""
+        """Find the directories of the layout that hold both subdirectories and other
+        entries, and those subdirectories, for :meth:`_mute_headings`; every entry is at
+        its requested state (none left out), so no heading is muted yet. A directory is
+        a group entry titled ``path/``; a subdirectory, a group entry whose title starts
+        with its walk parent's, a directory's (its heading says where it is). A
+        directory holding only subdirectories renders no heading at DETAILS anyway
+        (:meth:`GroupNode._passes_through`) and one holding none never shows only
+        subdirectories: neither is kept, so that a tree of directories of files (as
+        repo-10k is) costs its turns nothing. Only groups with children are looked at:
+        an empty one is not taken for a subdirectory (it is left out as bare under a
+        budget, :meth:`_drop_bare_groups`). :attr:`dirs` holds each kept directory's
+        count of subdirectories not left out, kept as states move
+        (:meth:`_count_shown`); titles do not change within a layout."""
         layout = self.layout
-        nodes, ref, parent = layout.nodes, layout.ref, layout.parent
+        nodes, parent = layout.nodes, layout.parent
         dirs: dict[int, int] = {}
         titles: dict[int, str] = {}  # each directory's title
-        self.subdirs: set[int] = set()
-        for i, node in enumerate(nodes):
-            if ref[i] or not isinstance(node, GroupNode) or not node.title:
+        subdirs: list[int] = []
+        for i in compress(range(len(nodes)), self.kids):  # a reference has no children
+            node = nodes[i]
+            if not isinstance(node, GroupNode) or not node.title:
                 continue
             title = node.title
             p = parent[i]
             if p in dirs and title.startswith(titles[p]):
-                self.subdirs.add(i)
+                subdirs.append(i)
                 dirs[p] += 1
             if title.endswith("/"):
                 dirs[i], titles[i] = 0, title
-        self.dirs = dirs
-        shown = self.shown_kids
-        self.heads: set[int] = {p for p, k in dirs.items() if 0 < k == shown[p]}
+        shown = self.shown_kids  # each entry's children, all shown
+        self.dirs = {p: k for p, k in dirs.items() if 0 < k < shown[p]}
+        self.subdirs: set[int] = {i for i in subdirs if parent[i] in self.dirs}
+        self.heads: set[int] = set()
         self.muted: set[int] = set()
 
     def _mute_headings(self) -> None:
