@@ -572,6 +572,32 @@ class TestFuzzSessionLoad:
             conn.close()
         check_loaded(tampered, root)
 
+    def test_a_row_edited_by_hand_is_counted_again(
+        self, saved_session: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+    ) -> None:
+        """A message row whose content was edited (here: its tool name taken out) keeps
+        its saved token counts and version; they were taken back and the projection said
+        77 tokens for a text of 76 (found by the test above). The counts are for the row
+        they were made from, so this one is counted again."""
+        root, path = saved_session
+        edited = tmp_path_factory.mktemp("edited") / "session.db"
+        edited.write_bytes(path.read_bytes())
+        with contextlib.closing(sqlite3.connect(edited)) as conn, conn:
+            found = 0
+            for rowid, raw in conn.execute("SELECT rowid, data FROM session_nodes").fetchall():
+                row = json.loads(raw)
+                if row.get("type") == "message" and "name" in row["data"] and "tokens" in row:
+                    del row["data"]["name"]
+                    conn.execute(
+                        "UPDATE session_nodes SET data = ? WHERE rowid = ?",
+                        (json.dumps(row), rowid),
+                    )
+                    found += 1
+            assert found
+        with Session.load(edited, root=root) as s:
+            p = s.tick().projection
+            assert len(get_encoding().encode_ordinary(p.text)) == p.tokens <= s.budget
+
 
 def tamper_one(conn: sqlite3.Connection, data: st.DataObject) -> None:
     """Change one column of one row (or delete the row): to another JSON value inside a

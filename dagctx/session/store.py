@@ -52,6 +52,8 @@ then they go to the collector's oldest generation unwalked.
 from __future__ import annotations
 
 import gc
+import hashlib
+import json
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -253,6 +255,7 @@ def _dump(session: Session, *, with_projection: bool = True) -> SessionData:
                 raw["snapshot"] = snapshot
             if counts is not None:
                 raw["tokens"] = counts
+                raw["counted"] = counted_digest(raw)
             nodes.append((ref, in_graph, node.seq, node.last_run, raw))
         return refs[id(node)]
 
@@ -369,12 +372,15 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
     # ref → (node, in_graph, seq, last_run, saved token counts or None)
     restored: dict[int, tuple[Node, Any, Any, Any, Any]] = {}
     for ref, in_graph, seq, last_run, raw in data.nodes:
+        tokens = raw.get("tokens") if isinstance(raw, dict) else None
+        counted = raw.get("counted") if tokens is not None else None
+        if tokens is not None and (not counted or counted != counted_digest(raw)):
+            tokens = None  # the row is not the one counted (edited by hand): count again
         fields = raw.get("data") if isinstance(raw, dict) else None
         if isinstance(fields, dict) and "root" in fields:
             _check_root(raw.get("id"), fields["root"], saved_root, where)
             if moved:
                 raw = {**raw, "data": {**fields, "root": str(session.root)}}
-        tokens = raw.get("tokens") if isinstance(raw, dict) else None
         restored[ref] = (Node.from_dict(raw), in_graph, seq, last_run, tokens)
     for type_name, block in data.columns.items():
         for ref, entry in _from_columns(type_name, block, saved_root, session, where):
@@ -495,6 +501,18 @@ _KEPT_CHECKS: dict[str, tuple[Callable[[Any], bool], Callable[[list[Any]], bool]
     "last_run": (lambda v: v is None or is_finite(v), _times_or_none),
     "tokens": (lambda v: v is None or (type(v) is int and v >= 0), _counts_or_none),
 }
+
+
+def counted_digest(raw: Mapping[str, Any]) -> str:
+    """A digest of a node's saved row (its ``to_dict``) less its token counts, saved
+    beside them: a load takes the counts back only for the row they were made from, so a
+    row edited since (its content, its name) is counted again rather than trusted."""
+    row = {key: value for key, value in raw.items() if key not in ("tokens", "counted")}
+    try:
+        text = json.dumps(row, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):  # not one a load could match: none
+        return ""
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
 def _structure_checkpoint(
