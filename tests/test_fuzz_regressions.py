@@ -49,6 +49,7 @@ from dagctx.nodes.base import Node
 from dagctx.nodes.group import GroupNode
 from dagctx.nodes.markdown import MarkdownNode, MarkdownSectionNode
 from dagctx.nodes.mcp import MCPServerNode, MCPToolNode, ToolSpec
+from dagctx.session.file import expand_column
 from dagctx.tokens import get_encoding
 from dagctx.tools import Tool, get_context_tools, get_graph_tools
 
@@ -597,6 +598,32 @@ class TestFuzzSessionLoad:
         with Session.load(edited, root=root) as s:
             p = s.tick().projection
             assert len(get_encoding().encode_ordinary(p.text)) == p.tokens <= s.budget
+
+    def test_a_column_block_edited_by_hand_is_counted_again(self, tmp_path: Path) -> None:
+        """A text node saved as columns whose line range was edited in session.db (lines
+        1-30 to 1-5, its version and counts kept) loaded with the counts of 30 lines: the
+        projection said 197 tokens for a text of 47 (an edit the other way would say fewer
+        than the text has). The file's digest of what was counted no longer matches, so
+        every node is counted again."""
+        root = tmp_path / "tree"
+        root.mkdir()
+        (root / "a.py").write_text("".join(f"line {i} of a\n" for i in range(40)))
+        with Session(root, budget=100_000) as s:
+            s.text("a.py", lines=(1, 30))
+            s.tick()
+            path = s.save(tmp_path / "session.db")
+        with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+            ((raw,),) = conn.execute("SELECT data FROM session_columns WHERE type = 'text'")
+            block = json.loads(raw)
+            assert expand_column(block["end_line"], 1) == [30]
+            block["end_line"] = [5]
+            conn.execute(
+                "UPDATE session_columns SET data = ? WHERE type = 'text'", (json.dumps(block),)
+            )
+        with Session.load(path, root=root) as s:
+            p = s.tick().projection
+            assert "line 4 of a" in p.text and "line 5 of a" not in p.text
+            assert len(get_encoding().encode_ordinary(p.text)) == p.tokens
 
 
 def tamper_one(conn: sqlite3.Connection, data: st.DataObject) -> None:

@@ -71,6 +71,7 @@ this module owns the layout, the schema version and the atomicity:
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import sqlite3
 import threading
@@ -169,6 +170,9 @@ class SessionData:
     #: The saved projection's head and account as written (None: none saved), read
     #: without any check (:mod:`dagctx.session.resume` checks them).
     projection: tuple[Any, Any] | None = None
+    #: Whether the node rows and column blocks read are the ones written with their token
+    #: counts (:func:`nodes_digest`): only then does a load take the counts back.
+    counts_intact: bool = False
 
 
 _TIMEOUT = 30.0  # seconds a save or load waits for another process's lock
@@ -402,17 +406,44 @@ def _generation(conn: sqlite3.Connection) -> str | None:
     return value if isinstance(value, str) else ""
 
 
+#: The ``session_info`` key of :func:`nodes_digest` of what a write wrote.
+COUNTED_KEY = "counted"
+
+
+def nodes_digest(nodes: Iterable[tuple[Any, Any]], blocks: Iterable[tuple[Any, Any]]) -> str:
+    """A digest of the node rows' JSON (ref, text) and the column blocks' (type, text) as
+    stored, in order of ref and type: the nodes the saved token counts were made from,
+    and the counts. A file edited by hand (a message's text, a text node's line range, a
+    count) reads another digest, and its nodes are counted again rather than trusted."""
+    digest = hashlib.blake2b(digest_size=16)
+    for key, text in [*sorted(nodes, key=_first), *sorted(blocks, key=_first)]:
+        digest.update(f"{key!r}\0".encode())
+        digest.update(text.encode() if isinstance(text, str) else repr(text).encode())
+        digest.update(b"\1")
+    return digest.hexdigest()
+
+
+def _first(row: tuple[Any, Any]) -> str:
+    return repr(row[0])
+
+
 def _encode(data: SessionData) -> dict[str, list[tuple[Any, ...]]]:
+    nodes = [
+        (ref, int(in_graph), seq, last_run, _json(node, f"node {node.get('id')!r}"))
+        for ref, in_graph, seq, last_run, node in data.nodes
+    ]
+    blocks = [
+        (name, _json({key: compact_column(c) for key, c in block.items()}, f"{name} nodes"))
+        for name, block in data.columns.items()
+    ]
+    counted = nodes_digest(((row[0], row[4]) for row in nodes), blocks)
     return {
-        "session_info": [(key, _json(value, key)) for key, value in data.info.items()],
-        "session_nodes": [
-            (ref, int(in_graph), seq, last_run, _json(node, f"node {node.get('id')!r}"))
-            for ref, in_graph, seq, last_run, node in data.nodes
+        "session_info": [
+            *((key, _json(value, key)) for key, value in data.info.items()),
+            (COUNTED_KEY, _json(counted, COUNTED_KEY)),
         ],
-        "session_columns": [
-            (name, _json({key: compact_column(c) for key, c in block.items()}, f"{name} nodes"))
-            for name, block in data.columns.items()
-        ],
+        "session_nodes": nodes,
+        "session_columns": blocks,
         "session_edges": data.edges,
         "session_roots": list(enumerate(data.roots)),
         "session_checkpoints": [
@@ -511,21 +542,23 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
         for key, value in rows("SELECT key, value FROM session_info")
     }
     generation = info.pop("generation", "")
+    counted = info.pop(COUNTED_KEY, None)
+    node_rows = rows("SELECT ref, in_graph, seq, last_run, data FROM session_nodes ORDER BY ref")
     nodes = [
         (ref, bool(in_graph), seq, last_run, load(data, f"node row {ref}"))
-        for ref, in_graph, seq, last_run, data in rows(
-            "SELECT ref, in_graph, seq, last_run, data FROM session_nodes ORDER BY ref"
-        )
+        for ref, in_graph, seq, last_run, data in node_rows
     ]
     tables = {name for (name,) in rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    blocks = (
+        rows("SELECT type, data FROM session_columns ORDER BY type")
+        if "session_columns" in tables
+        else []  # a schema 2 file
+    )
     columns = {
         name: _expanded(load(data, f"the {name!r} nodes' columns"), f"{where}: the {name!r} nodes")
-        for name, data in (
-            rows("SELECT type, data FROM session_columns ORDER BY type")
-            if "session_columns" in tables
-            else []  # a schema 2 file
-        )
+        for name, data in blocks
     }
+    intact = counted == nodes_digest(((row[0], row[4]) for row in node_rows), blocks)
     saved = (  # none in a schema 2 or 3 file
         rows("SELECT CAST(head AS BLOB), account FROM session_projection")
         if "session_projection" in tables
@@ -566,6 +599,7 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
         generation=generation if isinstance(generation, str) else "",
         columns=columns,
         projection=saved[0] if saved else None,
+        counts_intact=intact,
     )
 
 

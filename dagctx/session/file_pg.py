@@ -162,6 +162,7 @@ def read_session_pg(url: str, name: str) -> SessionData:
             context_checkpoints=doc["context_checkpoints"],
             generation=str(row[0]),
             columns=dict(doc.get("columns", {})),  # none in a row saved before them
+            counts_intact=True,  # the database's row is trusted, as its rows are
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{where} is malformed: {exc!r}", value=name) from exc

@@ -52,8 +52,6 @@ then they go to the collector's oldest generation unwalked.
 from __future__ import annotations
 
 import gc
-import hashlib
-import json
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -255,7 +253,6 @@ def _dump(session: Session, *, with_projection: bool = True) -> SessionData:
                 raw["snapshot"] = snapshot
             if counts is not None:
                 raw["tokens"] = counts
-                raw["counted"] = counted_digest(raw)
             nodes.append((ref, in_graph, node.seq, node.last_run, raw))
         return refs[id(node)]
 
@@ -373,9 +370,6 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
     restored: dict[int, tuple[Node, Any, Any, Any, Any]] = {}
     for ref, in_graph, seq, last_run, raw in data.nodes:
         tokens = raw.get("tokens") if isinstance(raw, dict) else None
-        counted = raw.get("counted") if tokens is not None else None
-        if tokens is not None and (not counted or counted != counted_digest(raw)):
-            tokens = None  # the row is not the one counted (edited by hand): count again
         fields = raw.get("data") if isinstance(raw, dict) else None
         if isinstance(fields, dict) and "root" in fields:
             _check_root(raw.get("id"), fields["root"], saved_root, where)
@@ -389,11 +383,12 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
             restored[ref] = entry
     by_ref: dict[int, Node] = {ref: restored[ref][0] for ref in sorted(restored)}
     session._add_loaded([row[0] for row in map(restored.__getitem__, by_ref) if row[1]])
-    session.cache.restore_many(
-        (node, tokens)
-        for node, in_graph, _, _, tokens in restored.values()
-        if in_graph and tokens is not None
-    )
+    if data.counts_intact:  # else every node is counted again (a file edited by hand)
+        session.cache.restore_many(
+            (node, tokens)
+            for node, in_graph, _, _, tokens in restored.values()
+            if in_graph and tokens is not None
+        )
     for node, _, seq, last_run, _ in restored.values():
         node.last_run, node.seq = last_run, seq
     checkpoints = [
@@ -501,18 +496,6 @@ _KEPT_CHECKS: dict[str, tuple[Callable[[Any], bool], Callable[[list[Any]], bool]
     "last_run": (lambda v: v is None or is_finite(v), _times_or_none),
     "tokens": (lambda v: v is None or (type(v) is int and v >= 0), _counts_or_none),
 }
-
-
-def counted_digest(raw: Mapping[str, Any]) -> str:
-    """A digest of a node's saved row (its ``to_dict``) less its token counts, saved
-    beside them: a load takes the counts back only for the row they were made from, so a
-    row edited since (its content, its name) is counted again rather than trusted."""
-    row = {key: value for key, value in raw.items() if key not in ("tokens", "counted")}
-    try:
-        text = json.dumps(row, sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError):  # not one a load could match: none
-        return ""
-    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
 def _structure_checkpoint(
