@@ -20,7 +20,13 @@ from mcp.shared.exceptions import MCPError
 
 from dagctx.knowledge import Workspace
 from dagctx.mcp.arguments import client_schema
-from dagctx.mcp.server import SessionServer, bind_context_tools, get_context, reading_context
+from dagctx.mcp.server import (
+    READ_LIMIT,
+    SessionServer,
+    bind_context_tools,
+    get_context,
+    reading_context,
+)
 from dagctx.session import Session
 from dagctx.tokens import TokenCounter
 from dagctx.tools import ContextTool, get_context_tools, get_graph_tools
@@ -153,6 +159,34 @@ class TestTools:
             assert "Artifact 'notes' not found" in await refused(
                 client, "get_knowledge", name="notes"
             )
+
+        drive(root, scenario)
+
+    def test_a_long_file_is_read_in_parts_within_the_read_limit(self, root: Path) -> None:
+        whole = (root / "big.txt").read_text()
+        assert len(whole) > READ_LIMIT
+
+        async def scenario(client: ClientSession) -> None:
+            first = await call(client, "read_file", path="big.txt")
+            body, note = first.rsplit("\n[read_file: ", 1)
+            assert len(first) <= READ_LIMIT + 200
+            shown = body.count("\n") + 1
+            assert note == (
+                f"lines 1-{shown} of 2000 of 'big.txt' shown (at most {READ_LIMIT:,} characters"
+                f" a call); call read_file with start_line={shown + 1} to read on]"
+            )
+            rest = await call(client, "read_file", path="big.txt", start_line=shown + 1)
+            assert body + "\n" + rest == whole
+
+        drive(root, scenario)
+
+    def test_run_shell_returns_the_whole_output(self, root: Path) -> None:
+        code = "for i in range(40): print(f'match {i}')"
+
+        async def scenario(client: ClientSession) -> None:
+            reply = await call(client, "run_shell", command=sys.executable, args=["-c", code])
+            lines = reply.splitlines()
+            assert [f"match {i}" for i in range(40)] == [x for x in lines if x.startswith("match")]
 
         drive(root, scenario)
 

@@ -37,9 +37,11 @@ def read(working_dir: Path | str | None, path: Any) -> str:
     return asyncio.run(asyncio.wait_for(tool.execute(path=path), timeout=10))
 
 
-def read_lines(working_dir: Path, path: str, **lines: Any) -> str:
+def read_lines(working_dir: Path, path: str, *, limit: int | None = None, **lines: Any) -> str:
     ctx = Context("t")
     ctx.state.set("working_dir", working_dir)
+    if limit is not None:
+        ctx.state.set("read_limit", limit)
     tool: Tool[Any] = get_file_tools()[0].bind(ctx)
     return asyncio.run(asyncio.wait_for(tool.execute(path=path, **lines), timeout=10))
 
@@ -82,6 +84,50 @@ class TestLineRanges:
         (wd / "conf.py").write_text(f"A = 1\nKEY = '{key}'\nB = 2\n", encoding="utf-8")
         got = read_lines(wd, "conf.py", start_line=2, end_line=2)
         assert key not in got and got.startswith("KEY = ") and "REDACTED" in got
+
+
+class TestReadLimit:
+    """``ctx.state["read_limit"]``: a read over so many characters comes back in parts."""
+
+    LINES = "".join(f"line {i:03d}\n" for i in range(1, 101))  # 100 lines of 9 characters
+
+    def test_a_read_within_the_limit_is_whole(self, wd: Path) -> None:
+        (wd / "long.txt").write_text(self.LINES, encoding="utf-8")
+        assert read_lines(wd, "long.txt", limit=900) == self.LINES
+        assert read_lines(wd, "long.txt", limit=45, start_line=96) == self.LINES[95 * 9 :]
+
+    def test_a_longer_read_stops_at_a_whole_line_and_says_how_to_read_on(self, wd: Path) -> None:
+        (wd / "long.txt").write_text(self.LINES, encoding="utf-8")
+        first = read_lines(wd, "long.txt", limit=100)
+        assert first == self.LINES[: 11 * 9] + (
+            "[read_file: lines 1-11 of 100 of 'long.txt' shown (at most 100 characters a call);"
+            " call read_file with start_line=12 to read on]"
+        )
+        ranged = read_lines(wd, "long.txt", limit=30, start_line=50, end_line=60)
+        assert ranged.startswith("line 050\nline 051\nline 052\n[read_file: lines 50-52 of 100")
+        assert ranged.endswith("call read_file with start_line=53 and end_line=60 to read on]")
+
+    def test_reading_on_as_told_gives_the_whole_file(self, wd: Path) -> None:
+        (wd / "long.txt").write_text(self.LINES, encoding="utf-8")
+        parts, start = [], 1
+        while True:
+            text = read_lines(wd, "long.txt", limit=200, start_line=start)
+            body, _, note = text.partition("[read_file: ")
+            parts.append(body)
+            if not note:
+                break
+            start = int(note.split("start_line=")[1].split()[0])
+        assert "".join(parts) == self.LINES
+        assert len(parts) == 5
+
+    def test_a_line_longer_than_the_limit_shows_its_start(self, wd: Path) -> None:
+        (wd / "min.js").write_text("x" * 500 + "\nnext\n", encoding="utf-8")
+        assert read_lines(wd, "min.js", limit=100) == "x" * 100 + (
+            "\n[read_file: line 1 of 'min.js' is 500 characters long; its first 100 shown;"
+            " call read_file with start_line=2 to read on]"
+        )
+        alone = read_lines(wd, "min.js", limit=100, end_line=1)
+        assert alone.endswith("its first 100 shown]")
 
 
 class TestReads:

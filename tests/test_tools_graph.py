@@ -278,7 +278,7 @@ class TestRunShell:
         assert isinstance(node, ShellNode)
         assert reply.startswith("shell_1: $ ")
         assert "completed (exit 0" in reply
-        assert "  hi there" in reply.splitlines()
+        assert reply.splitlines()[1:] == ["stdout (9 bytes):", "```", "hi there", "```"]
         assert node.status == "completed"
 
     def test_a_slow_command_is_reported_running(

@@ -91,6 +91,10 @@ SERVER_NAME = "dagctx"
 TASK_ID = "dagctx-mcp"
 """Task id of the server's reading `Context` and `Workspace`."""
 
+READ_LIMIT = 50_000
+"""The most characters one ``read_file`` call returns (about 12k tokens of code, under
+25k of the densest text, a lockfile's hashes): a longer file comes back in parts."""
+
 DOC_FILES = ("README.md", "README.rst", "README.txt", "README", "docs/**/*.md")
 """The repository's docs ``dagctx mcp`` makes searchable (globs relative to the root)."""
 _MAX_DOCS = 500
@@ -104,13 +108,13 @@ def reading_context(session: Session) -> Context:
 
     Its state is a layer over ``session.context.state``: it reads everything the session's
     context holds and adds, where the chain has none, ``working_dir`` (the session root),
-    an in-memory `Workspace` and its `KnowledgeStore`, and ``include_secrets`` when the
-    session includes secrets. Those objects stay out of the session's own state, which is
-    saved as JSON with the session.
+    ``read_limit`` (`READ_LIMIT`), an in-memory `Workspace` and its `KnowledgeStore`, and
+    ``include_secrets`` when the session includes secrets. Those objects stay out of the
+    session's own state, which is saved as JSON with the session.
     """
     from dagctx.context import Context, ContextState
     from dagctx.knowledge import KnowledgeStore, Workspace
-    from dagctx.tools.files import INCLUDE_SECRETS_KEY, WORKING_DIR_KEY
+    from dagctx.tools.files import INCLUDE_SECRETS_KEY, READ_LIMIT_KEY, WORKING_DIR_KEY
     from dagctx.tools.knowledge import KNOWLEDGE_STORE_KEY, WORKSPACE_KEY
 
     layer = ContextState(parent=session.context.state)
@@ -122,6 +126,8 @@ def reading_context(session: Session) -> Context:
         layer.set(WORKSPACE_KEY, Workspace(TASK_ID, knowledge_store=store))
     if WORKING_DIR_KEY not in layer:
         layer.set(WORKING_DIR_KEY, str(session.root))
+    if READ_LIMIT_KEY not in layer:
+        layer.set(READ_LIMIT_KEY, READ_LIMIT)
     if session.include_secrets and INCLUDE_SECRETS_KEY not in layer:
         layer.set(INCLUDE_SECRETS_KEY, True)
     return Context(TASK_ID, state=layer)
@@ -397,15 +403,16 @@ class SessionServer:
 
     def add_docs(self, paths: Iterable[Path]) -> None:
         """Store each file as the knowledge artifact named by its path relative to the
-        root (read as ``read_file`` reads; a file that is gone or refused is dropped)."""
+        root (read whole as ``read_file`` reads; a file that is gone or refused is
+        dropped)."""
         from dagctx.tools.base import Refusal
-        from dagctx.tools.files import read_file
+        from dagctx.tools.files import read_whole
         from dagctx.tools.knowledge import WORKSPACE_KEY
 
         workspace = self.reading.state[WORKSPACE_KEY]
         for path in paths:
             name = path.relative_to(self.session.root).as_posix()
-            text = read_file(self.reading, name)
+            text = read_whole(self.reading, name)
             if isinstance(text, Refusal):
                 workspace.delete_sync(name)
             elif workspace.read(name) != text:

@@ -10,6 +10,10 @@ the checks is never followed, and a FIFO swapped in is never waited on.
 
 ``start_line`` and ``end_line`` (1-based, inclusive) read a range of lines, numbered as
 the projection's outlines and cut markers number them; without them the whole file.
+When ``ctx.state["read_limit"]`` holds a number of characters (``dagctx mcp`` sets one),
+a read that would return more stops at the last whole line within it and ends with a
+line in brackets naming the lines shown and the ``start_line`` that reads on; a first line
+longer than the limit alone is cut inside (its start shown, and said so).
 
 Secrets stay out as they do in the projection (:mod:`dagctx._secrets`): unless
 ``ctx.state["include_secrets"]`` is true, a secret-bearing file (``.env``, a private key,
@@ -31,6 +35,8 @@ __all__ = ["MAX_FILE_BYTES", "get_file_tools", "read_file"]
 
 WORKING_DIR_KEY = "working_dir"
 INCLUDE_SECRETS_KEY = "include_secrets"
+READ_LIMIT_KEY = "read_limit"
+"""State key: the most characters one `read_file` call returns (no limit when unset)."""
 MAX_FILE_BYTES = 1_000_000
 """Largest file `read_file` returns, in bytes."""
 
@@ -40,6 +46,10 @@ def read_file(
 ) -> str:
     """Read a file from the working directory.
 
+    Returns the text of the whole file or of a range of lines. A read that would return
+    more than the context's limit ends with a line in brackets saying which lines were
+    shown and the start_line to read on from.
+
     Args:
         path: Relative path to the file within the working directory.
         start_line: First line to read (1-based); omit to start at the top.
@@ -48,20 +58,20 @@ def read_file(
     bad = line_range_refusal(start_line, end_line)
     if bad is not None:
         return bad
-    text = read_unredacted(ctx, path)
+    text = read_whole(ctx, path)
     if isinstance(text, Refusal):
         return text
-    if ctx.state.get(INCLUDE_SECRETS_KEY) is not True:
-        text = redact(text)[0]
-    if start_line is None and end_line is None:
+    limit = ctx.state.get(READ_LIMIT_KEY)
+    if start_line is None and end_line is None and (limit is None or len(text) <= limit):
         return text
-    return _line_range(path, text, start_line or 1, end_line)
+    return _line_range(path, text, start_line or 1, end_line, limit)
 
 
-def _line_range(path: str, text: str, start: int, end: int | None) -> str:
+def _line_range(path: str, text: str, start: int, end: int | None, limit: int | None) -> str:
     """Lines ``start`` to ``end`` (to the last line when None) of ``text``, with their line
     ends as written; lines are numbered as :func:`dagctx._lines.split_lines` numbers
-    them (a CRLF file as its editor shows it). A start past the last line is refused."""
+    them (a CRLF file as its editor shows it). A start past the last line is refused.
+    Over ``limit`` characters, the lines that fit and a note on how to read on."""
     pieces = text.split("\n")  # the last piece follows the final line end ("" if none)
     count = len(pieces) - (pieces[-1] == "")
     if start > count:
@@ -69,8 +79,49 @@ def _line_range(path: str, text: str, start: int, end: int | None) -> str:
             f"{path!r} has {count} line{'s' * (count != 1)}; start_line {start} is past it."
         )
     last = count if end is None else min(end, count)
+    if limit is not None:
+        return _limited(path, pieces, start, last, end, limit)
     chunk = "\n".join(pieces[start - 1 : last])
     return chunk + "\n" if last < len(pieces) else chunk
+
+
+def _limited(
+    path: str, pieces: list[str], start: int, last: int, end: int | None, limit: int
+) -> str:
+    """Lines ``start`` to ``last`` of ``pieces`` (as `_line_range` joins them) when they
+    fit in ``limit`` characters; else the whole lines that fit, or the start of the first
+    line when it alone is longer, and a bracketed note naming what was shown and the
+    ``start_line`` (with the asked ``end``) that reads on."""
+    used, shown = 0, start - 1
+    while shown < last and used + len(pieces[shown]) + 1 <= limit:
+        used += len(pieces[shown]) + 1
+        shown += 1
+    if shown == last:
+        chunk = "\n".join(pieces[start - 1 : last])
+        return chunk + "\n" if last < len(pieces) else chunk
+    count = len(pieces) - (pieces[-1] == "")
+    if shown < start:  # the first line alone is over the limit
+        shown = start
+        size = len(pieces[start - 1])
+        chunk = pieces[start - 1][:limit] + "\n"
+        what = f"line {start} of {path!r} is {size:,} characters long; its first {limit:,} shown"
+    else:
+        chunk = "\n".join(pieces[start - 1 : shown]) + "\n"
+        what = f"lines {start}-{shown} of {count} of {path!r} shown"
+        what += f" (at most {limit:,} characters a call)"
+    if shown < last:
+        until = "" if end is None else f" and end_line={end}"
+        what += f"; call read_file with start_line={shown + 1}{until} to read on"
+    return f"{chunk}[read_file: {what}]"
+
+
+def read_whole(ctx: Context, path: str) -> str:
+    """The whole file as `read_file` reads it, secrets redacted as it redacts them, whatever
+    the context's ``read_limit``; a `Refusal` for what it refuses."""
+    text = read_unredacted(ctx, path)
+    if isinstance(text, Refusal) or ctx.state.get(INCLUDE_SECRETS_KEY) is True:
+        return text
+    return redact(text)[0]
 
 
 def read_unredacted(ctx: Context, path: str) -> str:

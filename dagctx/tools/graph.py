@@ -5,7 +5,7 @@
 - ``list_nodes``: id, type, state, tokens at that state and label of each node;
 - ``open_file``: add a text node for a file (or a line range) under the session root;
 - ``set_node_state`` / ``hide_node``: expand, collapse or hide a node;
-- ``run_shell``: start a command (a `ShellNode`), wait briefly, report its status;
+- ``run_shell``: start a command (a `ShellNode`), wait briefly, report its status and output;
 - ``checkpoint`` / ``restore``: save and put back the graph's structure;
 - ``set_budget``: change the token budget of later projections;
 - ``set_focus``: say what the task is about (files matching it are shown first);
@@ -265,8 +265,9 @@ async def run_shell(
     """Run a command in the session root and add its output to the context.
 
     The command runs without a shell: command is the program, args its arguments. The
-    tool waits a moment for it; a longer command keeps running and its result shows in
-    the projection at a later turn.
+    tool waits a moment for it and returns its status and output (each stream capped: its
+    start and end kept); a longer command keeps running and its result shows in the
+    projection at a later turn.
 
     Args:
         command: The program to run, e.g. "pytest" or "ls" (no shell syntax).
@@ -281,7 +282,7 @@ async def run_shell(
             f"{headline}. Still {node.status} after {min(RUN_SHELL_WAIT, timeout):g} s; its "
             f"result arrives at a later tick and shows in the projection as {node.id}."
         )
-    details = split_lines(node.render(NodeState.SUMMARY))[1:]
+    details = split_lines(node.render(NodeState.DETAILS))[1:]
     hint = ""
     if node.error and args is None and " " in command.strip():
         hint = "\nThe command is run without a shell: put its arguments in args."
