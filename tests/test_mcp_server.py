@@ -22,6 +22,7 @@ from dagctx.knowledge import Workspace
 from dagctx.mcp.arguments import client_schema
 from dagctx.mcp.server import (
     READ_LIMIT,
+    TOOL_HINTS,
     SessionServer,
     bind_context_tools,
     get_context,
@@ -136,6 +137,39 @@ class TestTools:
 
         drive(root, scenario)
 
+    def test_every_tool_has_a_title_and_says_what_it_changes(self, root: Path) -> None:
+        async def scenario(client: ClientSession) -> None:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(listed) == set(TOOL_HINTS)
+            for name, tool in listed.items():
+                hints = TOOL_HINTS[name]
+                assert tool.title == hints.title
+                assert tool.annotations == types.ToolAnnotations(
+                    title=hints.title,
+                    read_only_hint=hints.read_only,
+                    destructive_hint=hints.destructive,
+                    idempotent_hint=hints.idempotent,
+                    open_world_hint=hints.open_world,
+                )
+            hinted = {name: tool.annotations for name, tool in listed.items()}
+            assert {n for n, a in hinted.items() if a and a.read_only_hint} == {
+                "get_todo",
+                "get_knowledge",
+                "grep_knowledge",
+                "search_knowledge",
+                "read_file",
+                "list_nodes",
+                "show_projection_stats",
+            }
+            assert {n for n, a in hinted.items() if a and a.open_world_hint} == {"run_shell"}
+            assert {n for n, a in hinted.items() if a and a.destructive_hint} == {
+                "run_shell",
+                "checkpoint",
+                "restore",
+            }
+
+        drive(root, scenario)
+
     def test_todo_round_trip(self, root: Path) -> None:
         async def scenario(client: ClientSession) -> None:
             assert await call(client, "get_todo") == "No todos."
@@ -209,6 +243,7 @@ class TestResources:
         async def scenario(client: ClientSession) -> None:
             resources = (await client.list_resources()).resources
             assert [str(r.uri) for r in resources] == ["dagctx://projection", "dagctx://explain"]
+            assert (await client.list_resource_templates()).resource_templates == []
             greet = await node_id(client, "greet.py")
             reply = await call(client, "open_file", path="greet.py")
             assert reply == f"greet.py is already open as {greet} (DETAILS)."

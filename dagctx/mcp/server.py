@@ -7,7 +7,8 @@ A client of ``dagctx mcp [PATH]`` gets:
   context tools (the todo list in ``session.context``; files and knowledge read through
   a layer over it, see `bind_context_tools`), ``add_knowledge`` (a note or a project
   file into that layer's workspace) and the ten graph tools (``set_focus`` among them),
-  bound to the session. Each MCP input schema is the
+  bound to the session, each with a title and the MCP annotations saying what it does
+  to the world (`TOOL_HINTS`). Each MCP input schema is the
   tool's own `Tool.parameters` as `dagctx.mcp.arguments.client_schema` publishes it (no
   null unions), arguments in string form are read by `~dagctx.mcp.arguments.coerce_arguments`
   and validated by `Tool.execute`. A call the tool did not carry out (a
@@ -19,7 +20,8 @@ A client of ``dagctx mcp [PATH]`` gets:
   text table and as JSON (`explain_data`). A client may subscribe to either
   (``resources/subscribe``): it gets ``notifications/resources/updated`` whenever the
   projection text changed after a tick of the file watcher or a tool call (not after
-  its own read).
+  its own read). No resource templates (``resources/templates/list`` answers an empty
+  list, for the clients that ask).
 - **following the tree** (`SessionServer.follow`): with ``follow=True`` (what ``dagctx
   mcp`` does) the tree is scanned (or re-surveyed, for a resumed session) before the
   first request touches the session, and watched with watchfiles while the server runs:
@@ -50,7 +52,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -67,7 +69,10 @@ from dagctx.tokens import DEFAULT_ENCODING
 __all__ = [
     "EXPLAIN_URI",
     "PROJECTION_URI",
+    "READ_LIMIT",
+    "TOOL_HINTS",
     "SessionServer",
+    "ToolHints",
     "bind_context_tools",
     "explain_data",
     "get_context",
@@ -98,6 +103,46 @@ READ_LIMIT = 50_000
 DOC_FILES = ("README.md", "README.rst", "README.txt", "README", "docs/**/*.md")
 """The repository's docs ``dagctx mcp`` makes searchable (globs relative to the root)."""
 _MAX_DOCS = 500
+
+
+class ToolHints(NamedTuple):
+    """What a client may show and assume of a tool (MCP's ``title`` and annotations)."""
+
+    title: str
+    #: Changes nothing: not the session, not the disk.
+    read_only: bool = False
+    #: May replace or delete what was there (a checkpoint of that name, any file).
+    destructive: bool = False
+    #: Calling it again with the same arguments changes nothing more.
+    idempotent: bool = False
+    #: Reaches beyond the session and its tree (a command may do anything).
+    open_world: bool = False
+
+
+TOOL_HINTS: dict[str, ToolHints] = {
+    "get_context": ToolHints("Get the budgeted context", idempotent=True),
+    "add_todo": ToolHints("Add a todo"),
+    "complete_todo": ToolHints("Complete a todo", idempotent=True),
+    "get_todo": ToolHints("Show the todo list", read_only=True),
+    "get_knowledge": ToolHints("Get a knowledge artifact", read_only=True),
+    "grep_knowledge": ToolHints("Grep a knowledge artifact", read_only=True),
+    "search_knowledge": ToolHints("Search knowledge", read_only=True),
+    "read_file": ToolHints("Read a file", read_only=True),
+    "add_knowledge": ToolHints("Add knowledge"),
+    "list_nodes": ToolHints("List the context's nodes", read_only=True),
+    "open_file": ToolHints("Open a file in the context", idempotent=True),
+    "set_node_state": ToolHints("Set a node's detail", idempotent=True),
+    "hide_node": ToolHints("Hide a node", idempotent=True),
+    "run_shell": ToolHints("Run a command", destructive=True, open_world=True),
+    "checkpoint": ToolHints("Save a checkpoint", destructive=True, idempotent=True),
+    "restore": ToolHints("Restore a checkpoint", destructive=True, idempotent=True),
+    "set_budget": ToolHints("Set the token budget", idempotent=True),
+    "set_focus": ToolHints("Set the focus", idempotent=True),
+    "show_projection_stats": ToolHints("Show where the tokens go", read_only=True),
+}
+"""The title and annotations of each tool ``dagctx mcp`` serves. Tools that change only
+what the projection shows (the focus, a node's state, the budget, the todo list) are
+neither read-only nor destructive; ``checkpoint`` and ``restore`` replace what was there."""
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -215,15 +260,8 @@ class SessionServer:
 
     def list_tools(self) -> list[types.Tool]:
         """Every tool as an MCP tool definition (schemas: `client_schema` of
-        `Tool.parameters`)."""
-        return [
-            types.Tool(
-                name=tool.name,
-                description=tool.description,
-                input_schema=client_schema(tool.parameters),
-            )
-            for tool in self.tools.values()
-        ]
+        `Tool.parameters`; title and annotations: `TOOL_HINTS`)."""
+        return [_definition(tool) for tool in self.tools.values()]
 
     @staticmethod
     def list_resources() -> list[types.Resource]:
@@ -438,6 +476,26 @@ class SessionServer:
         return _sdk_server(itself, _instructions(self.session.root, self.session.budget))
 
 
+def _definition(tool: Tool[Any]) -> types.Tool:
+    hints = TOOL_HINTS.get(tool.name)
+    annotations = None
+    if hints is not None:
+        annotations = types.ToolAnnotations(
+            title=hints.title,
+            read_only_hint=hints.read_only,
+            destructive_hint=hints.destructive,
+            idempotent_hint=hints.idempotent,
+            open_world_hint=hints.open_world,
+        )
+    return types.Tool(
+        name=tool.name,
+        title=None if hints is None else hints.title,
+        description=tool.description,
+        input_schema=client_schema(tool.parameters),
+        annotations=annotations,
+    )
+
+
 def get_context(session: Session, focus: str | None = None) -> str:
     """Show the project as context within the token budget: the files that matter most
     in full or cut to their relevant parts, outlines of the next, names of the rest, and
@@ -485,6 +543,11 @@ def _sdk_server(served: Callable[[], Awaitable[SessionServer]], instructions: st
         await served()
         return types.ListResourcesResult(resources=SessionServer.list_resources())
 
+    async def on_list_resource_templates(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[])
+
     async def on_read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
@@ -510,6 +573,7 @@ def _sdk_server(served: Callable[[], Awaitable[SessionServer]], instructions: st
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
         on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
         on_read_resource=on_read_resource,
         on_subscribe_resource=on_subscribe,
         on_unsubscribe_resource=on_unsubscribe,
