@@ -167,6 +167,59 @@ class TestTheTreeIsServed:
         drive(root, scenario)
 
 
+class TestChangesSinceTheLastRead:
+    """The watcher's ticks are not the client's turns: a client's next projection lists
+    every change since the last one it got."""
+
+    @staticmethod
+    def changes(text: str) -> str:
+        return text.partition("## Changes since last turn")[2]
+
+    def test_changes_the_watcher_applied_are_listed_at_the_next_read(self, root: Path) -> None:
+        async def scenario(client: ClientSession, updates: Updates) -> None:
+            assert "## Changes since" not in reply(await call(client, "get_context"))
+            await subscribe(client, "dagctx://projection")
+            (root / "greet.py").write_text(SOURCE + "\nFAREWELL = 'bye'\n")
+            await updates.next(timeout=10)  # one tick of the watcher
+            (root / "new.py").write_text("ADDED = 1\n")
+            await updates.next(timeout=10)  # and another
+            (root / "notes.md").unlink()
+            await updates.next(timeout=10)
+            listed = self.changes(reply(await call(client, "get_context")))
+            assert "greet.py: content changed" in listed
+            assert "new.py: file created" in listed
+            assert ": file deleted" in listed
+            assert "removed child text_" in listed
+            assert "(notes.md)" in listed  # named, though its node is gone
+            again = reply(await call(client, "get_context"))
+            assert "## Changes since" not in again
+            (root / "greet.py").write_text(SOURCE)
+            await updates.next(timeout=10)
+            listed = self.changes(await text_of(client, "dagctx://projection"))
+            assert "greet.py: content changed" in listed
+            assert "new.py" not in listed
+
+        drive(root, scenario)
+
+    def test_what_changed_while_nobody_watched_is_listed_at_the_first_read(
+        self, root: Path
+    ) -> None:
+        subprocess.run(
+            [sys.executable, "-m", "dagctx.cli", "watch", str(root), "--once"],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        (root / "greet.py").write_text(SOURCE + "\nFAREWELL = 'bye'\n")
+
+        async def scenario(client: ClientSession, updates: Updates) -> None:
+            listed = self.changes(await text_of(client, "dagctx://projection"))
+            assert "file changed while not watched: 1 edited" in listed
+            assert "greet.py: content changed" in listed
+
+        drive(root, scenario)
+
+
 class TestSharingWithWatch:
     def test_with_a_watch_running_mcp_serves_a_live_copy_and_does_not_save(
         self, root: Path

@@ -460,7 +460,9 @@ class TestDeletedBeforeTheSave:
         resumed, result = _resume(tree)
         with resumed:
             assert resumed.text_nodes("pkg1/mod1.py") == []
-            assert "pkg1/mod1.py" not in result.projection.text
+            shown, _, changes = result.projection.text.partition("## Changes since last turn")
+            assert "mod1.py" not in shown
+            assert "removed child text_" in changes and "(pkg1/mod1.py)" in changes
             assert "pkg1/mod4.py" in result.projection.text
 
 

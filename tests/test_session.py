@@ -256,3 +256,33 @@ class TestChangesSection:
         session.tick()
         (project / "src" / "auth.py").write_text("x = 1\n")
         assert "content changed" in session.tick().projection.text
+
+    def test_a_reader_who_missed_ticks_sees_every_change_since_its_look(
+        self, project: Path, session: Session
+    ) -> None:
+        first = session.text("src/auth.py")
+        second = session.text("src/db.py")
+        session.tick()
+        looked = len(session.graph.traces)
+        (project / "src" / "auth.py").write_text("x = 1\n")
+        session.tick()  # a tick the reader did not see
+        (project / "src" / "db.py").write_text("y = 2\n")
+        last = session.tick().projection.text
+        assert f"#{second.id} src/db.py: content changed" in last
+        assert f"#{first.id} src/auth.py" not in last.partition("## Changes since")[2]
+        seen = session.project(since=looked).text
+        changes = seen.partition("## Changes since last turn")[2]
+        assert f"#{first.id} src/auth.py: content changed" in changes
+        assert f"#{second.id} src/db.py: content changed" in changes
+        assert seen.partition("## Changes since")[0] == last.partition("## Changes since")[0]
+        assert session.project(since=len(session.graph.traces)).text == session.project().text
+
+    @pytest.mark.parametrize("since", [-1, 10**6, 1.0, True, "0"])
+    def test_a_position_outside_the_log_is_refused(self, session: Session, since: object) -> None:
+        session.text("src/auth.py")
+        session.tick()
+        before = session.project().text
+        with pytest.raises(DagctxError, match="since must be a position of the trace log") as e:
+            session.project(since=since)  # type: ignore[arg-type]
+        assert e.value.value == since
+        assert session.project().text == before

@@ -174,7 +174,9 @@ class ContextGraph:
             saved._added.update((nid, None) for nid in ids if nid not in saved.nodes)
 
     def remove(self, ref: NodeRef) -> Node:
-        """Remove a node and its edges; children left without parents become roots.
+        """Remove a node and its edges; children left without parents become roots. Each
+        parent records the change (``removed child text_3 (src/a.py)``: the label too,
+        which the changes section cannot look up once the node is gone).
 
         Raises:
             NodeNotFoundError: no such node.
@@ -199,8 +201,11 @@ class ContextGraph:
         node.graph = None
         for child in orphans:
             self._roots[child.id] = None
-        for parent in parents:
-            parent.mark_changed(f"removed child {node.id}")
+        if parents:
+            label = node.label()
+            named = f"{node.id} ({label})" if label != node.id else node.id
+            for parent in parents:
+                parent.mark_changed(f"removed child {named}")
         return node
 
     # -- structure --------------------------------------------------------------------

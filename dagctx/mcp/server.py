@@ -16,12 +16,19 @@ A client of ``dagctx mcp [PATH]`` gets:
   command that timed out) comes back with ``isError: true`` and the tool's message.
 - **resources**: ``dagctx://projection``, the budgeted prompt (reading it runs one tick:
   finished shell results and file changes are applied and the turn advances), and
-  ``dagctx://explain``, where the tokens went in the current projection (no tick), as a
-  text table and as JSON (`explain_data`). A client may subscribe to either
+  ``dagctx://explain``, where the tokens went in the projection a read would give now
+  (no tick), as a text table and as JSON (`explain_data`). A client may subscribe to either
   (``resources/subscribe``): it gets ``notifications/resources/updated`` whenever the
   projection text changed after a tick of the file watcher or a tool call (not after
   its own read). No resource templates (``resources/templates/list`` answers an empty
   list, for the clients that ask).
+- **changes since the client's last look**: the projection a client gets (the resource,
+  ``get_context``) lists in its changes section what changed since the last projection
+  a client got, not only since the last tick: the file watcher's ticks in between (each
+  batch of file changes is one) are not the client's turns, so an edit, a file created
+  or deleted, and on a resumed session what changed while nobody watched, are listed
+  at the client's next read (`SessionServer.client_view`; at most `READER_TRACES`
+  changes kept for it).
 - **following the tree** (`SessionServer.follow`): with ``follow=True`` (what ``dagctx
   mcp`` does) the tree is scanned (or re-surveyed, for a resumed session) before the
   first request touches the session, and watched with watchfiles while the server runs:
@@ -99,6 +106,10 @@ TASK_ID = "dagctx-mcp"
 READ_LIMIT = 50_000
 """The most characters one ``read_file`` call returns (about 12k tokens of code, under
 25k of the densest text, a lockfile's hashes): a longer file comes back in parts."""
+
+READER_TRACES = 2000
+"""Changes kept for the client between two of its reads (more than any changes section
+shows): a client that never reads does not make the session keep every change."""
 
 DOC_FILES = ("README.md", "README.rst", "README.txt", "README", "docs/**/*.md")
 """The repository's docs ``dagctx mcp`` makes searchable (globs relative to the root)."""
@@ -255,6 +266,10 @@ class SessionServer:
         self._subscribers: dict[str, set[ServerSession]] = {}
         #: The projection text the clients were last told about (or read themselves).
         self._seen: str | None = None
+        #: Where the changes not yet shown to a client start (see `client_view`), and
+        #: whether a tick that was not a client's came since it was placed.
+        self._reader = session.graph.traces.cursor(limit=READER_TRACES)
+        self._missed = False
 
     # -- what the server offers -------------------------------------------------------
 
@@ -289,7 +304,9 @@ class SessionServer:
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         """Run a tool; its text (result or message for the model) is the content, with
-        ``is_error`` when the tool refused the call (a `Refusal`).
+        ``is_error`` when the tool refused the call (a `Refusal`). ``get_context`` gives
+        the projection as a read of the resource does (`client_view`); after another tool
+        the subscribers are told if the projection changed.
 
         An unexpected failure inside a tool is logged and returned with ``is_error``.
 
@@ -303,15 +320,18 @@ class SessionServer:
         from dagctx.tools.base import Refusal
 
         given = coerce_arguments(tool.parameters, arguments or {})
+        work: Callable[[], str] = partial(_execute, tool, given)
+        if name == "get_context":  # the projection, as the resource gives it
+            work = partial(self._shown, work)
         try:
-            text = await self._exclusive(partial(_execute, tool, given))
+            text = await self._exclusive(work)
         except Exception as exc:
             logger.exception("tool %s failed", name)
             return types.CallToolResult(
                 content=[types.TextContent(text=f"{name} failed unexpectedly: {exc!r}")],
                 is_error=True,
             )
-        if not isinstance(text, Refusal):
+        if not isinstance(text, Refusal) and name != "get_context":  # that one was a read
             await self._notify_if_changed()
         return types.CallToolResult(
             content=[types.TextContent(text=str(text))], is_error=isinstance(text, Refusal)
@@ -327,7 +347,7 @@ class SessionServer:
             text = await self._exclusive(self._projection_text)
             return [types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
         if uri == EXPLAIN_URI:
-            projection = await self._exclusive(self.session.project)
+            projection = await self._exclusive(self._current)
             data = json.dumps(explain_data(projection), ensure_ascii=False)
             return [
                 types.TextResourceContents(
@@ -354,9 +374,37 @@ class SessionServer:
         self._subscribers.get(uri, set()).discard(client)
 
     def _projection_text(self) -> str:
-        text = self.session.tick().projection.text
+        return self._shown(lambda: self.session.tick().projection.text)
+
+    def _shown(self, tick: Callable[[], str]) -> str:
+        """The text of the projection that `tick` makes (ticking the session), as
+        `client_view` says a client gets it; a `Refusal` is passed on."""
+        from dagctx.tools.base import Refusal
+
+        text = tick()
+        if isinstance(text, Refusal):
+            return text
+        return self.client_view(text)
+
+    def client_view(self, ticked: str) -> str:
+        """The projection a client gets after a tick made for it whose text is
+        `ticked`: that text when no other tick came since the client's last projection;
+        else the projection of the graph as it is, its changes section listing every
+        change since that last projection (the watcher's ticks consumed them). Marks
+        everything until now as shown. Call it right after the tick, holding the
+        session."""
+        text = ticked
+        if self._missed:
+            text = self.session.project(since=self._reader.position).text
+        self._reader.position = len(self.session.graph.traces)
+        self._missed = False
         self._seen = text
         return text
+
+    def _current(self) -> Projection:
+        """The projection a read would give now, without the tick (changes since the
+        client's last projection)."""
+        return self.session.project(since=self._reader.position)
 
     async def _exclusive(self, work: Callable[[], T]) -> T:
         """Run blocking `work` in a worker thread, never two at a time."""
@@ -369,7 +417,7 @@ class SessionServer:
         if not any(self._subscribers.values()):
             return
         if projection is None:
-            projection = await self._exclusive(self.session.project)
+            projection = await self._exclusive(self._current)
         text = projection.text
         if text == self._seen:
             return
@@ -409,8 +457,14 @@ class SessionServer:
         async with TreeWatcher(tracker) as watcher:
             async with self._lock:
                 task_status.started()
+                start = len(self.session.graph.traces)
                 await anyio.to_thread.run_sync(tracker.load)
                 await anyio.to_thread.run_sync(self._tick, tracker)
+                if self.session.turn > 1:  # resumed: what changed unwatched is news
+                    self._reader.position = start
+                else:  # new: the scan's links are the graph, not changes to it
+                    self._reader.position = len(self.session.graph.traces)
+                    self._missed = False
                 await anyio.to_thread.run_sync(self.add_docs, self.doc_paths())
             while (batch := await watcher.next()) is not None:
                 async with self._lock:
@@ -458,6 +512,7 @@ class SessionServer:
 
     def _tick(self, tracker: TreeTracker) -> TickResult:
         result = self.session.tick()
+        self._missed = True
         if tracker.pending_removals():
             self.session.queue_result(tracker.reap)
         if self._after_tick is not None:

@@ -635,11 +635,30 @@ class SessionCore:
         """The projection the last tick built (None before the first tick)."""
         return self._last_projection
 
-    def project(self, budget: int | None = None) -> Projection:
+    def project(self, budget: int | None = None, *, since: int | None = None) -> Projection:
         """Render the current graph within ``budget`` (default: the session's) without
-        ticking; the changes section shows what changed since the last tick."""
+        ticking; the changes section shows what changed since the last tick, or, given
+        ``since`` (a position of ``graph.traces``, such as ``len(session.graph.traces)``
+        read after an earlier tick), the changes from that position on that the log
+        still keeps: for a reader who did not see the ticks in between.
+
+        Raises:
+            BudgetError: ``budget`` is not a positive int.
+            ArgumentError: ``since`` is not a position of the trace log (an int from 0
+                to its length).
+        """
         limit = self.budget if budget is None else check_budget(budget)
-        changes = self._shown_changes(self.graph.traces.since(self._trace_mark.position))
+        traces = self.graph.traces
+        if since is None:
+            changes = self._shown_changes(traces.since(self._trace_mark.position))
+        elif is_int(since) and 0 <= since <= len(traces):
+            changes = self._shown_changes(traces[since:])
+        else:
+            raise ArgumentError(
+                f"since must be a position of the trace log, 0 to {len(traces)}, got {since!r}",
+                name="since",
+                value=since,
+            )
         return build_projection(
             self.graph,
             self.cache,
