@@ -488,6 +488,7 @@ class TestStart:
                     init = await client.initialize()  # the session is not open yet
                     assert str(root) in (init.instructions or "")
                     assert "2000 tokens" in (init.instructions or "")
+                    assert "knowledge tools search the README, docs/" in (init.instructions or "")
                     listed: list[str] = []
 
                     async def list_tools() -> None:

@@ -57,6 +57,12 @@ def root(tmp_path: Path) -> Path:
     (project / "README.md").write_text("# Project\n\nGreets people politely.\n")
     (project / "docs").mkdir()
     (project / "docs" / "deploy.md").write_text("# Deploy\n\nRun the zeppelin script.\n")
+    (project / "docs" / "api").mkdir()
+    (project / "docs" / "api" / "blueprints.rst").write_text(
+        "Blueprints\n==========\n\nNested blueprints take their parent's url prefix.\n"
+    )
+    (project / "docs" / "faq.txt").write_text("Questions people ask.\n")
+    (project / "docs" / "logo.svg").write_text("<svg/>\n")
     return project
 
 
@@ -341,6 +347,13 @@ class TestKnowledge:
             readme = await call(client, "get_knowledge", name="README.md")
             assert reply(readme) == "# Project\n\nGreets people politely.\n"
             assert (await call(client, "get_knowledge", name="notes.md")).is_error  # not a doc
+            found = reply(await call(client, "search_knowledge", query="blueprints nested"))
+            assert found.startswith("1. docs/api/blueprints.rst")
+            missed = reply(await call(client, "search_knowledge", query="kubernetes"))
+            assert missed == (
+                "No results for 'kubernetes' in 4 artifacts:"
+                " README.md, docs/deploy.md, docs/api/blueprints.rst, docs/faq.txt."
+            )
             (root / "docs" / "deploy.md").write_text("# Deploy\n\nNow the blimp script.\n")
             deadline = anyio.current_time() + 10
             while "docs/deploy.md" not in reply(

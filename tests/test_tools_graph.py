@@ -378,6 +378,22 @@ class TestBudget:
         assert session.budget == 4000
 
 
+class TestFocus:
+    def test_the_focus_is_read_back_and_a_long_one_only_in_part(
+        self, session: Session, tools: dict[str, SessionTool]
+    ) -> None:
+        assert call(tools["set_focus"], text=" restore a checkpoint ") == (
+            "Focus from the next turn: 'restore a checkpoint'."
+        )
+        issue = "The checkpoint is lost after a restore. " * 500
+        reply = call(tools["set_focus"], text=issue)
+        assert reply == (
+            f"Focus from the next turn: {issue[:200]!r}… ({len(issue.strip()):,} characters)."
+        )
+        session.tick()
+        assert session.cache.projector.relevance.focus == issue.strip()
+
+
 class TestProjectionStats:
     def test_reports_tokens_of_budget_and_largest_sections(
         self, session: Session, tools: dict[str, SessionTool]

@@ -118,9 +118,24 @@ class TestSearchKnowledge:
         result = run(tools(ctx)["search_knowledge"], query="widget")
         assert result.count("(chunk ") == 5
 
-    def test_no_results(self, ctx: Context) -> None:
+    def test_no_results_names_what_was_searched(self, ctx: Context) -> None:
         assert run(tools(ctx)["search_knowledge"], query="kubernetes") == (
-            "No results for 'kubernetes'."
+            "No results for 'kubernetes' in 2 artifacts: notes, plan."
+        )
+        for i in range(11):
+            ctx.state["workspace"].write_sync(f"doc{i}", "widget")
+        assert run(tools(ctx)["search_knowledge"], query="kubernetes").endswith(
+            "in 13 artifacts: notes, plan, doc0, doc1, doc2, doc3, doc4, doc5, doc6, doc7"
+            " and 3 more."
+        )
+
+    def test_no_results_in_an_empty_store(self) -> None:
+        ctx = Context("empty")
+        store = KnowledgeStore()
+        ctx.state.set("knowledge_store", store)
+        ctx.state.set("workspace", Workspace("empty", knowledge_store=store))
+        assert run(tools(ctx)["search_knowledge"], query="kubernetes") == (
+            "No results for 'kubernetes' in the knowledge store, which is empty."
         )
 
     @pytest.mark.parametrize("query", ["", "  ?! "])

@@ -33,10 +33,11 @@ A client of ``dagctx mcp [PATH]`` gets:
   mcp`` does) the tree is scanned (or re-surveyed, for a resumed session) before the
   first request touches the session, and watched with watchfiles while the server runs:
   each batch of file changes is one tick. The repository's own docs (`DOC_FILES`: the
-  README and ``docs/**/*.md``) are added to the knowledge workspace after the scan, under
-  their relative paths, and added again when they change, so the knowledge tools find
-  them from the start. They are read as ``read_file`` reads, so secrets in them are
-  redacted (once per change) unless the session includes secrets.
+  README and the Markdown, reStructuredText and text files under ``docs/``) are added
+  to the knowledge workspace after the scan, under their relative paths, and added
+  again when they change, so the knowledge tools find them from the start. They are
+  read as ``read_file`` reads, so secrets in them are redacted (once per change) unless
+  the session includes secrets.
 
 ``dagctx mcp`` answers ``initialize`` before the session exists
 (`serve_stdio_while_opening`): the session is opened (resumed or started) in a worker
@@ -111,9 +112,18 @@ READER_TRACES = 2000
 """Changes kept for the client between two of its reads (more than any changes section
 shows): a client that never reads does not make the session keep every change."""
 
-DOC_FILES = ("README.md", "README.rst", "README.txt", "README", "docs/**/*.md")
+DOC_FILES = (
+    "README.md",
+    "README.rst",
+    "README.txt",
+    "README",
+    "docs/**/*.md",
+    "docs/**/*.rst",
+    "docs/**/*.txt",
+)
 """The repository's docs ``dagctx mcp`` makes searchable (globs relative to the root)."""
 _MAX_DOCS = 500
+_DOC_SUFFIXES = frozenset({".md", ".rst", ".txt"})
 
 
 class ToolHints(NamedTuple):
@@ -574,7 +584,9 @@ def _instructions(root: Path, budget: int) -> str:
         f" and renders it within {budget} tokens. Call get_context (with a focus: what"
         f" you are working on) or read {PROJECTION_URI} for the current prompt; steer it"
         " with set_focus, open_file, set_node_state, hide_node, run_shell,"
-        " checkpoint/restore and set_budget."
+        " checkpoint/restore and set_budget. read_file reads a file or the lines an"
+        " outline names ([L12-30]); the knowledge tools search the README, docs/ and"
+        " what add_knowledge stored, not the code (run_shell with grep does)."
     )
 
 
@@ -642,7 +654,7 @@ def _is_doc(relative: Path) -> bool:
         return False
     if len(parts) == 1:
         return parts[0] in DOC_FILES
-    return parts[0] == "docs" and relative.suffix == ".md"
+    return parts[0] == "docs" and relative.suffix in _DOC_SUFFIXES
 
 
 def _execute(tool: Tool[Any], arguments: dict[str, Any]) -> str:

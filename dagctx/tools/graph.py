@@ -53,6 +53,7 @@ _LIST_MAX = 500
 RUN_SHELL_WAIT = 2.0
 """Seconds ``run_shell`` waits for a command before reporting it as still running."""
 _TOP_SECTIONS = 5
+_ECHOED = 200  # characters of a focus set_focus reads back
 _STATE_NAMES = ", ".join(name.lower() for name in NodeState.__members__)
 
 
@@ -343,6 +344,8 @@ def set_focus(session: Session, text: str) -> str:
     session.focus(focus)
     if focus is None:
         return "Focus cleared from the next turn."
+    if len(focus) > _ECHOED:  # a pasted issue: no need to read it back in full
+        return f"Focus from the next turn: {focus[:_ECHOED]!r}… ({len(focus):,} characters)."
     return f"Focus from the next turn: {focus!r}."
 
 

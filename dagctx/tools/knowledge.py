@@ -50,6 +50,7 @@ GREP_TIMEOUT = 1.0
 """Seconds a pattern may spend matching one artifact."""
 GREP_MAX_MATCHES = 200
 """Matching lines shown; the rest are counted."""
+_NAMED = 10  # artifacts a search without results names
 
 _T = TypeVar("_T")
 
@@ -71,6 +72,15 @@ def _attached(ctx: Context, key: str, kind: type[_T]) -> _T | str:
 def _not_found(workspace: Workspace, name: str) -> str:
     available = ", ".join(workspace.names()) or "none"
     return Refusal(f"Artifact {name!r} not found. Available artifacts: {available}.")
+
+
+def _holding(names: list[str]) -> str:
+    """What a search looked through: ``3 artifacts: a, b, c`` (the first 10 named)."""
+    if not names:
+        return "the knowledge store, which is empty"
+    shown = ", ".join(names[:_NAMED])
+    more = f" and {len(names) - _NAMED} more" if len(names) > _NAMED else ""
+    return f"{len(names)} artifact{'s' * (len(names) != 1)}: {shown}{more}"
 
 
 def get_knowledge(ctx: Context, name: str) -> str:
@@ -157,7 +167,7 @@ def search_knowledge(ctx: Context, query: str, top_k: int = 5) -> str:
         return Refusal(f"Query {query!r} contains no words to search for.")
     results = store.search(query, top_k)
     if not results:
-        return f"No results for {query!r}."
+        return f"No results for {query!r} in {_holding(store.names())}."
     return "\n\n".join(
         f"{rank}. {r.name} (chunk {r.chunk_index}, score {r.score:.2f})\n{r.text.strip()}"
         for rank, r in enumerate(results, start=1)
