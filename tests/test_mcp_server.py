@@ -128,7 +128,7 @@ class TestTools:
         async def scenario(client: ClientSession) -> None:
             listed = (await client.list_tools()).tools
             assert [tool.name for tool in listed] == list(expected)
-            assert len(listed) == 19
+            assert len(listed) == 20
             for tool in listed:
                 assert tool.input_schema == client_schema(expected[tool.name].parameters)
                 assert '"null"' not in json.dumps(tool.input_schema)
@@ -159,6 +159,7 @@ class TestTools:
                 "search_knowledge",
                 "read_file",
                 "list_nodes",
+                "shell_output",
                 "show_projection_stats",
             }
             assert {n for n, a in hinted.items() if a and a.open_world_hint} == {"run_shell"}
@@ -221,6 +222,24 @@ class TestTools:
             reply = await call(client, "run_shell", command=sys.executable, args=["-c", code])
             lines = reply.splitlines()
             assert [f"match {i}" for i in range(40)] == [x for x in lines if x.startswith("match")]
+
+        drive(root, scenario)
+
+    def test_a_long_command_is_waited_for_with_shell_output(self, root: Path) -> None:
+        code = "import time; time.sleep(3); print('\\n'.join(f'failure {i}' for i in range(30)))"
+
+        async def scenario(client: ClientSession) -> None:
+            started = await call(client, "run_shell", command=sys.executable, args=["-c", code])
+            shell = started.split(":")[0]
+            assert f"shell_output('{shell}') waits for it" in started
+            reply = await call(client, "shell_output", node_id=shell, wait=20)
+            assert "completed (exit 0" in reply
+            assert [f"failure {i}" for i in range(30)] == [
+                x for x in reply.splitlines() if x.startswith("failure")
+            ]
+            assert "is a text node, not a command" in await refused(
+                client, "shell_output", node_id=await node_id(client, "greet.py")
+            )
 
         drive(root, scenario)
 

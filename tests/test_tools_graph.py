@@ -16,6 +16,7 @@ from dagctx.nodes.shell import ShellNode
 from dagctx.nodes.text import TextNode
 from dagctx.session import Session
 from dagctx.tools import SessionTool, get_graph_tools
+from dagctx.tools.base import Refusal
 
 NAMES = [
     "list_nodes",
@@ -23,6 +24,7 @@ NAMES = [
     "set_node_state",
     "hide_node",
     "run_shell",
+    "shell_output",
     "checkpoint",
     "restore",
     "set_budget",
@@ -287,7 +289,7 @@ class TestRunShell:
         code = "import time; time.sleep(30)"
         reply = call(tools["run_shell"], command=sys.executable, args=["-c", code], timeout=0.5)
         assert "Still running after 0.5 s" in reply
-        assert "arrives at a later tick" in reply
+        assert "shell_output('shell_1') waits for it" in reply
         node = session.wait(session.get("shell_1"), timeout=10)
         assert isinstance(node, ShellNode)
         assert node.status == "timeout"
@@ -323,6 +325,53 @@ class TestRunShell:
     ) -> None:
         assert message in call(tools["run_shell"], **kwargs)
         assert session.nodes() == []
+
+
+class TestShellOutput:
+    def test_it_waits_for_a_command_run_shell_left_running(
+        self, session: Session, tools: dict[str, SessionTool]
+    ) -> None:
+        code = "import time; time.sleep(3); print('done at last')"
+        started = call(tools["run_shell"], command=sys.executable, args=["-c", code])
+        assert "Still running after 2 s" in started
+        early = call(tools["shell_output"], node_id="shell_1", wait=0)
+        assert early.startswith("shell_1: $ ") and "Still running after 0 s" in early
+        reply = call(tools["shell_output"], node_id="shell_1", wait=30)
+        assert "completed (exit 0" in reply
+        assert reply.splitlines()[1:] == ["stdout (13 bytes):", "```", "done at last", "```"]
+        assert call(tools["shell_output"], node_id="shell_1") == reply  # ended: at once
+
+    def test_a_failing_command_reports_its_exit_and_stderr(
+        self, tools: dict[str, SessionTool]
+    ) -> None:
+        code = "import sys, time; time.sleep(2.5); sys.exit('broken')"
+        call(tools["run_shell"], command=sys.executable, args=["-c", code])
+        reply = call(tools["shell_output"], node_id="shell_1", wait=30)
+        assert "failed (exit 1" in reply.splitlines()[0]
+        assert reply.splitlines()[1:] == ["stderr (7 bytes):", "```", "broken", "```"]
+
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"node_id": "shell_9"}, "No node 'shell_9'; list_nodes shows the ids."),
+            ({"node_id": "text_1"}, "text_1 is a text node, not a command"),
+            ({"node_id": "text_1", "wait": -1}, "text_1 is a text node"),
+            ({"node_id": "shell_1", "wait": -1}, "wait must be between 0 and 600 seconds"),
+            ({"node_id": "shell_1", "wait": 601}, "got 601"),
+            ({"node_id": "shell_1", "wait": "soon"}, "argument 'wait' must be a number"),
+        ],
+    )
+    def test_bad_ids_and_waits_are_messages(
+        self,
+        session: Session,
+        tools: dict[str, SessionTool],
+        kwargs: dict[str, Any],
+        message: str,
+    ) -> None:
+        session.text("src/auth.py")
+        call(tools["run_shell"], command=sys.executable, args=["-c", "pass"])
+        reply = call(tools["shell_output"], **kwargs)
+        assert isinstance(reply, Refusal) and message in reply
 
 
 class TestCheckpoints:

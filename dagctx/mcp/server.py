@@ -6,7 +6,7 @@ A client of ``dagctx mcp [PATH]`` gets:
   that do not read resources; its ``focus`` argument sets the focus first), the seven
   context tools (the todo list in ``session.context``; files and knowledge read through
   a layer over it, see `bind_context_tools`), ``add_knowledge`` (a note or a project
-  file into that layer's workspace) and the ten graph tools (``set_focus`` among them),
+  file into that layer's workspace) and the eleven graph tools (``set_focus`` among them),
   bound to the session, each with a title and the MCP annotations saying what it does
   to the world (`TOOL_HINTS`). Each MCP input schema is the
   tool's own `Tool.parameters` as `dagctx.mcp.arguments.client_schema` publishes it (no
@@ -155,6 +155,7 @@ TOOL_HINTS: dict[str, ToolHints] = {
     "set_node_state": ToolHints("Set a node's detail", idempotent=True),
     "hide_node": ToolHints("Hide a node", idempotent=True),
     "run_shell": ToolHints("Run a command", destructive=True, open_world=True),
+    "shell_output": ToolHints("Get a command's output", read_only=True),
     "checkpoint": ToolHints("Save a checkpoint", destructive=True, idempotent=True),
     "restore": ToolHints("Restore a checkpoint", destructive=True, idempotent=True),
     "set_budget": ToolHints("Set the token budget", idempotent=True),

@@ -6,6 +6,7 @@
 - ``open_file``: add a text node for a file (or a line range) under the session root;
 - ``set_node_state`` / ``hide_node``: expand, collapse or hide a node;
 - ``run_shell``: start a command (a `ShellNode`), wait briefly, report its status and output;
+- ``shell_output``: wait for a command ``run_shell`` left running, report the same;
 - ``checkpoint`` / ``restore``: save and put back the graph's structure;
 - ``set_budget``: change the token budget of later projections;
 - ``set_focus``: say what the task is about (files matching it are shown first);
@@ -22,8 +23,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dagctx._lines import split_lines
+from dagctx._validate import is_number
 from dagctx.errors import DagctxError, ToolError
 from dagctx.nodes.base import Node, NodeState
+from dagctx.nodes.shell import ShellNode
 from dagctx.nodes.text import TextNode
 from dagctx.tools.base import Refusal, Tool, line_range_refusal
 
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LIST_LIMIT",
     "RUN_SHELL_WAIT",
+    "SHELL_OUTPUT_WAIT",
     "SessionTool",
     "checkpoint",
     "get_graph_tools",
@@ -44,6 +48,7 @@ __all__ = [
     "set_budget",
     "set_focus",
     "set_node_state",
+    "shell_output",
     "show_projection_stats",
 ]
 
@@ -52,6 +57,10 @@ LIST_LIMIT = 100
 _LIST_MAX = 500
 RUN_SHELL_WAIT = 2.0
 """Seconds ``run_shell`` waits for a command before reporting it as still running."""
+SHELL_OUTPUT_WAIT = 8.0
+"""Seconds ``shell_output`` waits by default (under the 10 s a client such as the MCP
+Inspector gives a request)."""
+_WAIT_MAX = 600.0
 _TOP_SECTIONS = 5
 _ECHOED = 200  # characters of a focus set_focus reads back
 _STATE_NAMES = ", ".join(name.lower() for name in NodeState.__members__)
@@ -267,8 +276,8 @@ async def run_shell(
 
     The command runs without a shell: command is the program, args its arguments. The
     tool waits a moment for it and returns its status and output (each stream capped: its
-    start and end kept); a longer command keeps running and its result shows in the
-    projection at a later turn.
+    start and end kept); a longer command keeps running: shell_output waits for it and
+    returns its output, and it shows in the projection at a later turn.
 
     Args:
         command: The program to run, e.g. "pytest" or "ls" (no shell syntax).
@@ -276,17 +285,47 @@ async def run_shell(
         timeout: Seconds after which the command is killed.
     """
     node = session.shell(command, args or [], timeout=timeout)
-    await session.await_(node, timeout=min(RUN_SHELL_WAIT, timeout))
-    headline = f"{node.id}: {node.render(NodeState.COLLAPSED)}"
-    if not node.finished:
-        return (
-            f"{headline}. Still {node.status} after {min(RUN_SHELL_WAIT, timeout):g} s; its "
-            f"result arrives at a later tick and shows in the projection as {node.id}."
-        )
-    details = split_lines(node.render(NodeState.DETAILS))[1:]
+    waited = min(RUN_SHELL_WAIT, timeout)
+    await session.await_(node, timeout=waited)
     hint = ""
     if node.error and args is None and " " in command.strip():
         hint = "\nThe command is run without a shell: put its arguments in args."
+    return _shell_report(node, waited, hint)
+
+
+async def shell_output(session: Session, node_id: str, wait: float = SHELL_OUTPUT_WAIT) -> str:
+    """Show the status and output of a command run_shell started, waiting for it to end.
+
+    For a command run_shell reported still running: returns its output once it ends,
+    as run_shell does, or says it is still running after the wait (call again).
+
+    Args:
+        node_id: Id of the command's node, as run_shell names it (e.g. shell_3).
+        wait: Seconds to wait for a running command to end; 0 to look without waiting.
+    """
+    node = _find(session, node_id)
+    if isinstance(node, str):
+        return node
+    if not isinstance(node, ShellNode):
+        return Refusal(
+            f"{node.id} is a {node.type_name} node, not a command; give the id run_shell named."
+        )
+    if not (is_number(wait) and 0 <= wait <= _WAIT_MAX):
+        return Refusal(f"wait must be between 0 and {_WAIT_MAX:g} seconds, got {wait!r}.")
+    if not node.finished and wait > 0:
+        await session.await_(node, timeout=wait)
+    return _shell_report(node, wait)
+
+
+def _shell_report(node: ShellNode, waited: float, hint: str = "") -> str:
+    """A command's headline and, once it ended, its output (a `Refusal` when it failed)."""
+    headline = f"{node.id}: {node.render(NodeState.COLLAPSED)}"
+    if not node.finished:
+        return (
+            f"{headline}. Still {node.status} after {waited:g} s; shell_output({node.id!r})"
+            f" waits for it, and its result shows in the projection as {node.id} when it ends."
+        )
+    details = split_lines(node.render(NodeState.DETAILS))[1:]
     text = "\n".join([headline, *details]) + hint
     return Refusal(text) if node.error else text
 
@@ -389,6 +428,7 @@ def get_graph_tools() -> list[SessionTool]:
             set_node_state,
             hide_node,
             run_shell,
+            shell_output,
             checkpoint,
             restore,
             set_budget,
