@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -381,6 +382,30 @@ class TestConcurrency:
                 await client.send_ping()
                 assert anyio.current_time() - started < 1.0
             assert "Still running after 2 s" in replies[0]
+
+        drive(root, scenario)
+
+    def test_read_file_does_not_wait_for_a_command_being_waited_on(self, root: Path) -> None:
+        async def scenario(client: ClientSession) -> None:
+            with warnings.catch_warnings():  # the SDK marks the 2025-era request deprecated
+                warnings.simplefilter("ignore")
+                await client.subscribe_resource("dagctx://projection")  # told of no read
+            code = "import time; time.sleep(4)"
+            started = await call(client, "run_shell", command=sys.executable, args=["-c", code])
+            shell = started.split(":")[0]
+            waited: list[str] = []
+
+            async def wait() -> None:
+                waited.append(await call(client, "shell_output", node_id=shell, wait=20))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(wait)
+                await anyio.sleep(0.5)  # shell_output now holds the session, waiting
+                begun = anyio.current_time()
+                assert await call(client, "read_file", path="greet.py") == SOURCE
+                assert anyio.current_time() - begun < 1.0
+                assert not waited  # the command still runs
+            assert "completed (exit 0" in waited[0]
 
         drive(root, scenario)
 

@@ -166,6 +166,10 @@ TOOL_HINTS: dict[str, ToolHints] = {
 what the projection shows (the focus, a node's state, the budget, the todo list) are
 neither read-only nor destructive; ``checkpoint`` and ``restore`` replace what was there."""
 
+_DISK_ONLY = frozenset({"read_file"})
+"""Tools that read only the disk and the reading context's settings, fixed at start:
+they run without holding the session."""
+
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -317,7 +321,9 @@ class SessionServer:
         """Run a tool; its text (result or message for the model) is the content, with
         ``is_error`` when the tool refused the call (a `Refusal`). ``get_context`` gives
         the projection as a read of the resource does (`client_view`); after another tool
-        the subscribers are told if the projection changed.
+        the subscribers are told if the projection changed. Tools run one at a time,
+        holding the session, except ``read_file`` (`_DISK_ONLY`), which changes nothing
+        and does not wait for a command ``run_shell`` or ``shell_output`` waits on.
 
         An unexpected failure inside a tool is logged and returned with ``is_error``.
 
@@ -335,15 +341,18 @@ class SessionServer:
         if name == "get_context":  # the projection, as the resource gives it
             work = partial(self._shown, work)
         try:
-            text = await self._exclusive(work)
+            if name in _DISK_ONLY:
+                text = await anyio.to_thread.run_sync(work)
+            else:
+                text = await self._exclusive(work)
         except Exception as exc:
             logger.exception("tool %s failed", name)
             return types.CallToolResult(
                 content=[types.TextContent(text=f"{name} failed unexpectedly: {exc!r}")],
                 is_error=True,
             )
-        if not isinstance(text, Refusal) and name != "get_context":  # that one was a read
-            await self._notify_if_changed()
+        if not isinstance(text, Refusal) and name != "get_context" and name not in _DISK_ONLY:
+            await self._notify_if_changed()  # (get_context was a read of the projection)
         return types.CallToolResult(
             content=[types.TextContent(text=str(text))], is_error=isinstance(text, Refusal)
         )
