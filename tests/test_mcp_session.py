@@ -22,6 +22,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from dagctx.mcp.arguments import client_schema, coerce_arguments
+from dagctx.mcp.server import READ_LIMIT
 
 SCENARIO_TIMEOUT = 60.0
 SOURCE = "def greet(name):\n    return f'hello {name}'\n"
@@ -361,6 +362,21 @@ class TestKnowledge:
             ):
                 assert anyio.current_time() < deadline
                 await anyio.sleep(0.2)
+
+        drive(root, scenario)
+
+    def test_a_long_doc_comes_back_within_the_read_limit(self, root: Path) -> None:
+        (root / "docs" / "big.md").write_text(
+            "".join(f"- item {i:05d} of the list\n" for i in range(3000))
+        )
+
+        async def scenario(client: ClientSession, updates: Updates) -> None:
+            got = reply(await call(client, "get_knowledge", name="docs/big.md"))
+            body, note = got.rsplit("\n[get_knowledge: ", 1)
+            assert len(body) <= READ_LIMIT
+            assert note.startswith(f"lines 1-{body.count(chr(10)) + 1} of 3000 of 'docs/big.md'")
+            found = await call(client, "grep_knowledge", name="docs/big.md", pattern="02999")
+            assert reply(found) == "3000: - item 02999 of the list"  # the rest, found
 
         drive(root, scenario)
 

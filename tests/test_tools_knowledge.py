@@ -36,6 +36,28 @@ def tools(ctx: Context) -> dict[str, Tool[Any]]:
     return {tool.name: tool.bind(ctx) for tool in get_knowledge_tools()}
 
 
+class TestGetKnowledgeLimit:
+    """``ctx.state["read_limit"]`` caps get_knowledge's answer as it caps read_file's."""
+
+    def test_a_long_artifact_comes_back_cut_to_whole_lines(self, ctx: Context) -> None:
+        ctx.state["workspace"].write_sync("log", "".join(f"entry {i:02d}\n" for i in range(50)))
+        assert run(tools(ctx)["get_knowledge"], name="log").count("\n") == 50  # no limit
+        ctx.state.set("read_limit", 100)
+        assert run(tools(ctx)["get_knowledge"], name="log") == "".join(
+            f"entry {i:02d}\n" for i in range(11)
+        ) + (
+            "[get_knowledge: lines 1-11 of 50 of 'log' shown (at most 100 characters a call);"
+            " grep_knowledge and search_knowledge find the rest]"
+        )
+        assert run(tools(ctx)["get_knowledge"], name="plan").startswith("Step one")  # short
+
+    def test_a_first_line_longer_than_the_limit_shows_its_start(self, ctx: Context) -> None:
+        ctx.state["workspace"].write_sync("blob", "z" * 300)
+        ctx.state.set("read_limit", 100)
+        reply = run(tools(ctx)["get_knowledge"], name="blob")
+        assert reply.startswith("z" * 100 + "\n[get_knowledge: the start of line 1 of 1 of 'blob'")
+
+
 class TestGetKnowledge:
     def test_returns_latest_content(self, ctx: Context) -> None:
         ctx.state["workspace"].write_sync("plan", "Revised plan.")

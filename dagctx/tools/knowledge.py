@@ -8,7 +8,9 @@ once, before the write (:func:`dagctx._secrets.redact`, the rule of ``read_file`
 projection), unless ``ctx.state["include_secrets"]`` is true; its answer says how many,
 so the workspace, the knowledge store and every search hold only the redacted text.
 
-``get_knowledge`` and ``grep_knowledge`` use the `Workspace` in ``ctx.state["workspace"]``;
+``get_knowledge`` and ``grep_knowledge`` use the `Workspace` in ``ctx.state["workspace"]``
+(``get_knowledge`` returns at most ``ctx.state["read_limit"]`` characters when it is set,
+as ``read_file`` does);
 ``search_knowledge`` uses the `KnowledgeStore` in ``ctx.state["knowledge_store"]``. A
 missing workspace or store, an unknown artifact, an invalid or too slow regex all come
 back as messages. A regex's compile cost is bounded before it is compiled
@@ -34,7 +36,7 @@ from dagctx.context import Context
 from dagctx.errors import KnowledgeError, ToolError
 from dagctx.knowledge import KnowledgeStore, Workspace, tokenize
 from dagctx.tools.base import ContextTool, Refusal
-from dagctx.tools.files import INCLUDE_SECRETS_KEY, read_unredacted
+from dagctx.tools.files import INCLUDE_SECRETS_KEY, READ_LIMIT_KEY, read_unredacted
 
 __all__ = [
     "add_knowledge",
@@ -86,6 +88,9 @@ def _holding(names: list[str]) -> str:
 def get_knowledge(ctx: Context, name: str) -> str:
     """Retrieve a knowledge artifact by name from the workspace attached to context.
 
+    An artifact longer than the context's read limit comes back cut to its first lines,
+    with a line in brackets saying so.
+
     Args:
         name: The artifact name to retrieve.
     """
@@ -95,7 +100,20 @@ def get_knowledge(ctx: Context, name: str) -> str:
     artifact = workspace.get(name)
     if artifact is None:
         return _not_found(workspace, name)
-    return artifact.content
+    limit = ctx.state.get(READ_LIMIT_KEY)
+    content = artifact.content
+    if limit is None or len(content) <= limit:
+        return content
+    cut = content.rfind("\n", 0, limit) + 1  # whole lines
+    if cut:
+        shown, lines = content[:cut], f"lines 1-{len(split_lines(content[:cut]))}"
+    else:  # the first line alone is longer than the limit
+        shown, lines = content[:limit] + "\n", "the start of line 1"
+    return (
+        f"{shown}[get_knowledge: {lines} of {len(split_lines(content))} of {name!r} shown"
+        f" (at most {limit:,} characters a call); grep_knowledge and search_knowledge find"
+        " the rest]"
+    )
 
 
 async def grep_knowledge(ctx: Context, name: str, pattern: str) -> str:
