@@ -266,7 +266,9 @@ class TestResources:
             assert (await client.list_resource_templates()).resource_templates == []
             greet = await node_id(client, "greet.py")
             reply = await call(client, "open_file", path="greet.py")
-            assert reply == f"greet.py is already open as {greet} (DETAILS)."
+            assert reply.startswith(f"Opened greet.py as {greet}, the node the context tracked")
+            again = await call(client, "open_file", path="greet.py")
+            assert again == f"greet.py is already open as {greet} (DETAILS)."
             text = await read(client, "dagctx://projection")
             assert SOURCE.rstrip("\n") in text
             assert TokenCounter("cl100k_base").count_exact(text) <= 2000
@@ -276,6 +278,26 @@ class TestResources:
             assert "/2000 tokens" in explain.splitlines()[-1]
 
         drive(root, scenario, "--budget", "2000")
+
+    def test_a_tracked_file_the_model_opens_is_shown_in_full(self, root: Path) -> None:
+        def module(i: int) -> str:
+            return "".join(f"def step_{i}_{j}(x):\n    return x + {j}\n\n" for j in range(12))
+
+        for i in range(20):
+            (root / f"mod_{i:02d}.py").write_text(module(i))
+
+        async def scenario(client: ClientSession) -> None:
+            before = await call(client, "get_context")
+            hidden = [i for i in range(20) if module(i).rstrip("\n") not in before]
+            assert len(hidden) > 10  # most modules are outlines or names at this budget
+            wanted = hidden[-1]
+            reply = await call(client, "open_file", path=f"mod_{wanted:02d}.py")
+            assert "now ahead of the files not opened" in reply
+            after = await call(client, "get_context")
+            assert module(wanted).rstrip("\n") in after
+            assert TokenCounter("cl100k_base").count_exact(after) <= 1500
+
+        drive(root, scenario, "--budget", "1500")
 
     def test_a_file_larger_than_the_budget_is_cut_to_fit(self, root: Path) -> None:
         async def scenario(client: ClientSession) -> None:

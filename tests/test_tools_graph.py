@@ -17,6 +17,7 @@ from dagctx.nodes.text import TextNode
 from dagctx.session import Session
 from dagctx.tools import SessionTool, get_graph_tools
 from dagctx.tools.base import Refusal
+from dagctx.tools.graph import OPENED_PRIORITY
 
 NAMES = [
     "list_nodes",
@@ -160,6 +161,30 @@ class TestOpenFile:
         session.get("text_1").set_state("hidden")
         assert "visible again" in call(tools["open_file"], path="README.md")
         assert [n.state for n in session.nodes()] == [NodeState.DETAILS]
+
+    def test_a_file_the_session_tracks_is_raised_not_opened_twice(
+        self, session: Session, tools: dict[str, SessionTool]
+    ) -> None:
+        tracked = session.text("src/auth.py")
+        session.group(tracked, title="src")
+        assert tracked.priority == TextNode.default_priority
+        reply = call(tools["open_file"], path="src/auth.py")
+        tokens = session.cache.tokens(tracked, NodeState.DETAILS)
+        assert reply == (
+            f"Opened src/auth.py as {tracked.id}, the node the context tracked it by:"
+            f" {tokens} tokens at DETAILS, now ahead of the files not opened."
+        )
+        assert tracked.priority == OPENED_PRIORITY > TextNode.default_priority
+        assert len(session.text_nodes("src/auth.py")) == 1
+        assert call(tools["open_file"], path="src/auth.py") == (
+            f"src/auth.py is already open as {tracked.id} (DETAILS)."
+        )
+
+    def test_a_new_node_gets_the_opened_priority(
+        self, session: Session, tools: dict[str, SessionTool]
+    ) -> None:
+        call(tools["open_file"], path="src/auth.py")
+        assert session.get("text_1").priority == OPENED_PRIORITY
 
     def test_binary_file_opens_with_its_placeholder(
         self, project: Path, session: Session, tools: dict[str, SessionTool]

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LIST_LIMIT",
+    "OPENED_PRIORITY",
     "RUN_SHELL_WAIT",
     "SHELL_OUTPUT_WAIT",
     "SessionTool",
@@ -55,6 +56,10 @@ __all__ = [
 LIST_LIMIT = 100
 """Nodes ``list_nodes`` shows by default (at most `_LIST_MAX` per call)."""
 _LIST_MAX = 500
+OPENED_PRIORITY = TextNode.default_priority + 5
+"""Priority of a file node ``open_file`` opened (or raised): above a text node's default,
+so a file the model asked to see is shown before the files it did not, in full while
+the budget allows; below a command's output and the conversation."""
 RUN_SHELL_WAIT = 2.0
 """Seconds ``run_shell`` waits for a command before reporting it as still running."""
 SHELL_OUTPUT_WAIT = 8.0
@@ -178,8 +183,9 @@ def open_file(
 ) -> str:
     """Open a file under the session root so its content shows in the context.
 
-    Adds a text node for the whole file or for a line range; the projection shows it
-    from the next render on.
+    Adds a text node for the whole file or for a line range, or raises the file's node
+    when the context already tracks it; from the next render on the projection shows it
+    ahead of the files not opened, in full while the budget allows.
 
     Args:
         path: File path relative to the session root.
@@ -200,9 +206,18 @@ def open_file(
         return Refusal(f"Refused {path!r}: it is not a regular file.")
     existing = _already_open(session, relative, first, end_line)
     if existing is not None:
+        raised = existing.priority < OPENED_PRIORITY
+        if raised:
+            existing.priority = OPENED_PRIORITY
         if existing.state == NodeState.HIDDEN:
             existing.set_state(existing.default_state)
             return f"{existing.label()} was hidden as {existing.id}; it is visible again."
+        if raised:
+            return (
+                f"Opened {existing.label()} as {existing.id}, the node the context tracked it"
+                f" by: {_tokens(session, existing)} tokens at {existing.state.name}, now ahead"
+                " of the files not opened."
+            )
         return f"{existing.label()} is already open as {existing.id} ({existing.state.name})."
     node = TextNode(
         relative,
@@ -210,6 +225,7 @@ def open_file(
         start_line=first,
         end_line=end_line,
         include_secrets=session.include_secrets,
+        priority=OPENED_PRIORITY,
     )
     if node.placeholder is None and not node.lines and first is not None:
         if node.notice is not None:  # the range's first line alone exceeds max_bytes
