@@ -34,6 +34,7 @@ from dagctx.projection.projector import Projector
 from dagctx.projection.relevance import (
     CHANGELOG_WEIGHT,
     KIND_WEIGHT,
+    SAMPLE_WEIGHT,
     Bm25Index,
     code_terms,
     file_kind,
@@ -545,6 +546,35 @@ class TestRanking:
         p = render(tmp_path, 100_000, "Fix proxy environment variables being ignored")
         by_label = {p.labels[k]: v for k, v in p.scores.items()}
         assert by_label["proxies.py"].level > by_label["CHANGES"].level
+
+    def test_an_example_matches_less_than_the_code_it_calls(self, tmp_path: Path) -> None:
+        """Sample code (examples, benchmarks, scripts, the docs' code) shows how to use the
+        project rather than being it: its match counts :data:`SAMPLE_WEIGHT`, as docs do,
+        so the module a task's words point to ranks above the example written in the
+        same words, even where the example holds them more often (express's bundled
+        jquery copies under ``examples/`` ranked above ``lib/express/core.js``)."""
+        source = KIND_WEIGHT[file_kind("a.py")]
+        for name in ("examples/demo.py", "benchmarks/run.go", "docs/conf.py", "tools/gen.py"):
+            assert match_weight(name) == SAMPLE_WEIGHT < source, name
+        for name in ("pkg/examples.py", "pkg/tools/gen.py", "src/retry.rs"):
+            assert match_weight(name) == source, name
+        assert match_weight("examples/test_demo.py") == KIND_WEIGHT[file_kind("test_a.py")]
+        assert match_weight("examples/README.md") == KIND_WEIGHT[file_kind("a.md")]
+        (tmp_path / "pkg").mkdir()
+        (tmp_path / "examples").mkdir()
+        (tmp_path / "pkg" / "client.py").write_text(
+            "def retry_request(session, attempts):\n    return backoff(session, attempts)\n"
+            + filler("network", 120)
+        )
+        (tmp_path / "examples" / "demo.py").write_text(
+            "from pkg.client import retry_request\n\n"
+            "# retry the request: attempts with backoff\n"
+            "retry_request(session, attempts=3)  # retry attempts\n" + filler("demo", 120)
+        )
+        p = render(tmp_path, 100_000, "retry request attempts with backoff")
+        by_label = {p.labels[k]: v for k, v in p.scores.items()}
+        module, example = by_label["pkg/client.py"], by_label["examples/demo.py"]
+        assert module.lexical > example.lexical and module.level > example.level
 
     def test_templates_and_ci_match_less_than_the_code_a_bug_report_names(
         self, tmp_path: Path

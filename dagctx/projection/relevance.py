@@ -11,6 +11,7 @@ A text file's score has two parts:
   written as code, ``replace_bytes`` or ``nullSafe()``, that is a name the file
   defines: :func:`code_terms`); divided by the most a
   file can score and scaled down for docs, tests and fixtures (:data:`KIND_WEIGHT`),
+  for sample code as for docs (:data:`SAMPLE_WEIGHT`: examples, benchmarks, scripts),
   and for a changelog further (:data:`CHANGELOG_WEIGHT`: it names every past change,
   so a task's words match it whatever the task), as for the files that say how to work
   on the project rather than being it (issue and pull-request templates, CI workflows under
@@ -134,6 +135,9 @@ _SYMBOL = re.compile("\n" + _SYMBOL_REST)
 _FIRST_SYMBOL = re.compile(_SYMBOL_REST)
 #: How much a lexical match counts for each file kind (:func:`file_kind`).
 KIND_WEIGHT = (0.55, 0.65, 0.75, 0.8, 1.0)
+#: How much a lexical match counts for sample code (:func:`sample`: examples, benchmarks,
+#: scripts, the docs' code), which shows how to use or build the project as its docs do.
+SAMPLE_WEIGHT = KIND_WEIGHT[DOCS]
 #: How much a lexical match counts for a changelog, whatever its kind.
 CHANGELOG_WEIGHT = 0.3
 _CHANGELOG = re.compile(
@@ -248,7 +252,7 @@ def prior(path: str, lines: int) -> int:
     parts = path.casefold().split("/")
     kind = file_kind(path)
     dirs = parts[:-1]
-    sample = not SAMPLE_DIRS.isdisjoint(dirs) or (bool(dirs) and dirs[0] in ROOT_SAMPLE_DIRS)
+    sample = _sample(dirs)
     if kind == SOURCE:
         if sample:
             return 7
@@ -268,14 +272,33 @@ def prior(path: str, lines: int) -> int:
     return 2 if kind != FIXTURES else 0
 
 
+def _sample(dirs: list[str]) -> bool:
+    """Whether a file in the (case-folded) directories ``dirs`` is a sample of the
+    project rather than the project: under one of :data:`SAMPLE_DIRS`, or under a first
+    directory of :data:`ROOT_SAMPLE_DIRS`."""
+    return not SAMPLE_DIRS.isdisjoint(dirs) or (bool(dirs) and dirs[0] in ROOT_SAMPLE_DIRS)
+
+
+def sample(path: str) -> bool:
+    """Whether the file at ``path`` is sample code: source (:func:`file_kind`) under one
+    of :data:`SAMPLE_DIRS` (``examples/``, ``benchmarks/``, ``scripts/``, ``docs/`` …) or
+    under a first directory of :data:`ROOT_SAMPLE_DIRS`."""
+    return file_kind(path) == SOURCE and _sample(path.casefold().split("/")[:-1])
+
+
 def match_weight(path: str) -> float:
     """How much a lexical match counts for the file at ``path``: its kind's
-    :data:`KIND_WEIGHT`, or :data:`CHANGELOG_WEIGHT` for a changelog (``CHANGES``,
+    :data:`KIND_WEIGHT`; :data:`SAMPLE_WEIGHT` for sample code (:func:`sample`), which
+    shows how to use the project rather than being it, so a task's words that match an
+    example as well as the module it calls rank the module first; or
+    :data:`CHANGELOG_WEIGHT` for a changelog (``CHANGES``,
     ``CHANGELOG.md``, ``HISTORY.rst``, ``NEWS``, ``RELEASE_NOTES.md`` …) and for a file
     about working on the project (under ``.github/``, ``.gitlab/``, ``.circleci/``;
     ``CONTRIBUTING``, ``CODE_OF_CONDUCT``, ``SECURITY``)."""
     if _CHANGELOG.search(path) or _PROJECT_META.search(path):
         return CHANGELOG_WEIGHT
+    if sample(path):
+        return SAMPLE_WEIGHT
     return KIND_WEIGHT[file_kind(path)]
 
 
