@@ -21,7 +21,9 @@ in every run and for a graph built in any order).
 
 :class:`GraphBuild` reads many files into a new graph in a worker thread, from copies of
 their key, version, path and text taken when it was made (so nothing it reads changes
-under it), for a caller that can use the graph later.
+under it), or their definitions and references as read before
+(:meth:`ReferenceGraph.hold`; a resumed session's, :mod:`dagctx.projection.file_terms`),
+for a caller that can use the graph later.
 
 Imports only :mod:`dagctx.outline`; must not import the rest of dagctx.
 """
@@ -101,14 +103,31 @@ class ReferenceGraph:
         """Hold file ``key`` (at ``path``, with ``text``) at ``version``; return whether
         anything was read (False: it was held at that version already). ``named`` as for
         :func:`definitions`."""
-        old = self._files.get(key)
-        if old is not None and old[0] == version:
+        if self.holds(key, version):
             return False
         defs = definitions(path, text, named)
-        refs = references(text) - defs
+        self.hold(key, version, defs, references(text) - defs)
+        return True
+
+    def holds(self, key: str, version: int) -> bool:
+        """Whether file ``key`` is held at ``version``."""
+        old = self._files.get(key)
+        return old is not None and old[0] == version
+
+    def names(self, key: str, version: int) -> tuple[frozenset[str], frozenset[str]] | None:
+        """The names file ``key`` defines and those it references (none it defines), if
+        it is held at ``version``."""
+        old = self._files.get(key)
+        return None if old is None or old[0] != version else (old[1], old[2])
+
+    def hold(self, key: str, version: int, defs: Set[str], refs: Set[str]) -> None:
+        """Hold file ``key`` at ``version`` as defining ``defs`` and referencing ``refs``
+        (read before: :func:`definitions`, and :func:`references` less those)."""
+        defs, refs = frozenset(defs), frozenset(refs)
+        old = self._files.get(key)
         if old is not None and old[1] == defs and old[2] == refs:
             self._files[key] = (version, defs, refs)
-            return True
+            return
         before: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
         if old is not None:
             before = old[1], old[2]
@@ -121,7 +140,6 @@ class ReferenceGraph:
             _unpost(postings, was - now, key)
             for name in now - was:
                 postings.setdefault(name, set()).add(key)
-        return True
 
     def remove(self, key: str) -> None:
         """Forget file ``key`` (nothing if it is not held)."""
@@ -239,14 +257,20 @@ def _unpost(postings: dict[str, set[str]], names: Iterable[str], key: str) -> No
             del postings[name]
 
 
+#: What a :class:`GraphBuild` reads a file from: its text, or a call giving its
+#: definitions and references as read before (:meth:`ReferenceGraph.hold`).
+Source = str | Callable[[], tuple[Set[str], Set[str]]]
+
+
 class GraphBuild:
-    """A :class:`ReferenceGraph` of ``files`` ((key, version, path, text) each), read in a
-    worker thread once :meth:`start` is called; :meth:`result` waits for it (or reads
-    the files in the calling thread when the build was never started)."""
+    """A :class:`ReferenceGraph` of ``files`` ((key, version, path, :data:`Source`)
+    each), read in a worker thread once :meth:`start` is called; :meth:`result` waits
+    for it (or reads the files in the calling thread when the build was never
+    started)."""
 
     __slots__ = ("_error", "_files", "_graph", "_thread")
 
-    def __init__(self, files: Sequence[tuple[str, int, str, str]]) -> None:
+    def __init__(self, files: Sequence[tuple[str, int, str, Source]]) -> None:
         self._files = files
         self._graph = ReferenceGraph()
         self._thread: threading.Thread | None = None
@@ -260,8 +284,12 @@ class GraphBuild:
 
     def _run(self) -> None:
         try:
-            for key, version, path, text in self._files:
-                self._graph.update(key, version, path, text)
+            graph = self._graph
+            for key, version, path, source in self._files:
+                if isinstance(source, str):
+                    graph.update(key, version, path, source)
+                else:
+                    graph.hold(key, version, *source())
         except BaseException as error:  # handed to the caller of result()
             self._error = error
 

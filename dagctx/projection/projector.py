@@ -39,6 +39,7 @@ from dagctx._plural import counted
 from dagctx._quote import inline
 from dagctx.graph import ContextGraph
 from dagctx.nodes.base import Node, NodeState, Trace
+from dagctx.nodes.text import TextNode
 from dagctx.projection.allocation import OMIT, Allocation
 from dagctx.projection.assembly import (
     CHANGES_SHARE,
@@ -124,7 +125,7 @@ class Projector:
         # account name it; most nodes keep the default)
         self.prio: dict[int, int] = {}
         self._labels_shared = self._prio_shared = False
-        self.relevance = Relevance()
+        self.relevance = Relevance(cache.file_terms)
         # (trace position, entries whose relevance level changed then without a trace)
         self._releveled: list[tuple[int, list[int]]] = []
         # (trace position, entries whose outline may read otherwise since, for a new focus)
@@ -292,6 +293,12 @@ class Projector:
                 self.cache.release()
             self.relevance.read_later()
             return projection
+
+    def pack_reads(self, files: Sequence[tuple[TextNode, bytes]], made_by: str) -> str:
+        """What a session file keeps of what the ranking read of ``files``
+        (:meth:`~dagctx.projection.relevance.Relevance.pack`)."""
+        with self._lock:
+            return self.relevance.pack(files, made_by)
 
     def _plan(self, layout: Layout, budget: int) -> _Plan:
         traces = self.graph.traces

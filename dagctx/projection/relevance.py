@@ -74,6 +74,11 @@ is sticky, so a message such as "what next?" or "continue" neither re-levels
 the files nor rewrites the workspace at the start of the prompt (which a provider's
 prompt cache would otherwise miss), while ``Session.focus(text)`` always takes effect.
 The nodes that set one are offered oldest first, so the focus is a function of the graph.
+What was read of a file's content (its term counts and defined names, its definitions
+and references) can come from before instead: a session file keeps it
+(:meth:`Relevance.pack`) and a resumed session takes it back for each file that still
+shows the content it was read from (:mod:`dagctx.projection.file_terms`), so a focused
+resume reads and parses only the files that changed; the levels are the same.
 Pure computation over nodes; must not import the session or anything that does I/O.
 """
 
@@ -83,7 +88,7 @@ import math
 import re
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import dataclass
 from heapq import nlargest, nsmallest
 
@@ -92,7 +97,8 @@ from dagctx.nodes.base import Node
 from dagctx.nodes.message import MessageNode
 from dagctx.nodes.text import TextNode
 from dagctx.outline.kinds import DOCS, FIXTURES, OTHER, SOURCE, TESTS, file_kind
-from dagctx.outline.references import GraphBuild, ReferenceGraph
+from dagctx.outline.references import GraphBuild, ReferenceGraph, Source
+from dagctx.projection.file_terms import FileTerms, Read, SavedReads, pack
 from dagctx.projection.layout import Layout
 
 K1, B = 1.2, 0.75
@@ -446,8 +452,8 @@ class Bm25Index:
     )
 
     def __init__(self) -> None:
-        #: node id → (version, term counts, length, path terms)
-        self.docs: dict[str, tuple[int, Counter[str], int, frozenset[str]]] = {}
+        #: node id → (version, term counts (packed when taken back), length, path terms)
+        self.docs: dict[str, tuple[int, Counter[str] | FileTerms, int, frozenset[str]]] = {}
         self.norm: dict[str, float] = {}  # node id → its length normalization
         self.match: dict[str, float] = {}  # node id → how much its match counts (match_weight)
         #: content term → the files holding it, for the terms a query asked for
@@ -460,26 +466,33 @@ class Bm25Index:
         #: defined-name term → the files defining it, for the terms a query asked for
         self.definers: dict[str, set[str]] = {}
 
-    def update(self, node: TextNode) -> None:
-        """Index ``node`` at its version (nothing to do when it is indexed at it)."""
+    def update(self, node: TextNode, read: FileTerms | None = None) -> None:
+        """Index ``node`` at its version (nothing to do when it is indexed at it), from
+        ``read`` when given (what was read of its content before), else from its
+        content."""
         old = self.docs.get(node.id)
         if old is not None and old[0] == node.version:
             return
         self.remove(node.id)
-        content = node.content
-        names = defined_names(content)
-        counts = document_terms(content, names)
-        length = sum(counts.values())
+        counts: Counter[str] | FileTerms
+        if read is None:
+            content = node.content
+            names = defined_names(content)
+            counts = document_terms(content, names)
+            length, defined = sum(counts.values()), defined_list(names)
+        else:
+            counts, length, defined = read, read.length, read.defined
         in_path = path_terms(node.path)
         self.docs[node.id] = (node.version, counts, length, in_path)
-        self.defined[node.id] = defined = defined_list(names)
+        self.defined[node.id] = defined
         self.norm[node.id] = norm = K1 * (1 - B + B * length / AVERAGE_LENGTH)
         self.match[node.id] = match_weight(node.path)
         self.path_of[node.id] = node.path
         for term, ids in self.postings.items():
-            if term in counts:
+            tf = counts.get(term, 0)
+            if tf:
                 ids.add(node.id)
-                self.saturated[term][node.id] = _saturated(counts[term], norm)
+                self.saturated[term][node.id] = _saturated(tf, norm)
         for term in in_path:
             self.path_postings.setdefault(term, set()).add(node.id)
         for term, ids in self.definers.items():
@@ -514,15 +527,12 @@ class Bm25Index:
                 self.postings.clear()
                 self.saturated.clear()
             norm = self.norm
-            held = (
-                {}  # a file-name or defined-name term is in no content: no pass
-                if term.startswith(_NAMING_MARKS)
-                else {
-                    nid: _saturated(doc[1][term], norm[nid])
-                    for nid, doc in self.docs.items()
-                    if term in doc[1]
-                }
-            )
+            held: dict[str, float] = {}
+            if not term.startswith(_NAMING_MARKS):  # such a term is in no content: no pass
+                for nid, doc in self.docs.items():
+                    tf = doc[1].get(term, 0)  # one look-up, in a Counter or a FileTerms
+                    if tf:
+                        held[nid] = _saturated(tf, norm[nid])
             self.saturated[term] = held
             ids = self.postings[term] = set(held)
         return ids
@@ -617,6 +627,14 @@ class Bm25Index:
         return out
 
 
+def _source(node: TextNode, read: FileTerms | None) -> Source:
+    """What a :class:`GraphBuild` reads ``node`` from: its definitions and references
+    as read before, when ``read`` has them (decoded in the worker), else its content."""
+    if read is not None and read.defs is not None:
+        return read.graph_names
+    return node.content
+
+
 def _saturated(tf: int, norm: float) -> float:
     """BM25's saturated frequency of a term held ``tf`` times by a file of length
     normalization ``norm``: what the term's weight is multiplied by for that file."""
@@ -652,13 +670,17 @@ class Relevance:
         "_recent",
         "_refs",
         "_rescored_all",
+        "_saved",
         "_tiers",
         "_weights",
         "focus",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, saved: SavedReads | None = None) -> None:
         self.focus: str | None = None
+        #: what was read of each file's content before (taken back from a session file:
+        #: :mod:`dagctx.projection.file_terms`), used while the node shows that content
+        self._saved = SavedReads() if saved is None else saved
         self._index: Bm25Index | None = None
         self._refs: ReferenceGraph | None = None
         self._pending: GraphBuild | None = None  # the reference graph, read later
@@ -765,18 +787,24 @@ class Relevance:
         if index is None or changed is None:
             index = self._index = index or Bm25Index()
             texts = [n for i, n in enumerate(nodes) if not ref[i] and isinstance(n, TextNode)]
+            reads = list(map(self._read_before, texts))
             if self._refs is None and self._pending is not None:
                 self._refs, self._pending = self._pending.result(), None
             if self._refs is None and len(texts) > LATER_FILES:
-                self._pending = GraphBuild([(n.id, n.version, n.path, n.content) for n in texts])
+                self._pending = GraphBuild(
+                    [
+                        (n.id, n.version, n.path, _source(n, read))
+                        for n, read in zip(texts, reads, strict=True)
+                    ]
+                )
             elif self._refs is None:
                 self._refs = ReferenceGraph()
             refs = self._refs
             self._attended = {}
             present = set()
-            for node in texts:
-                index.update(node)
-                self._sync(refs, node)
+            for node, read in zip(texts, reads, strict=True):
+                index.update(node, read)
+                self._sync(refs, node, read)
                 present.add(node.id)
             for nid in [nid for nid in index.docs if nid not in present]:
                 index.remove(nid)
@@ -789,8 +817,9 @@ class Relevance:
         for i in changed:
             text = nodes[i]
             if isinstance(text, TextNode):
-                index.update(text)
-                self._sync(self._refs, text, outlined=True)
+                read = self._read_before(text)
+                index.update(text, read)
+                self._sync(self._refs, text, read, outlined=True)
                 ids.append(text.id)
         weights = index.weights(query)
         if rescore or weights != self._weights:
@@ -816,19 +845,84 @@ class Relevance:
                 lexical.pop(nid, None)
         return lexical
 
-    def _sync(self, refs: ReferenceGraph | None, node: TextNode, *, outlined: bool = False) -> None:
+    def _read_before(self, node: TextNode) -> FileTerms | None:
+        """What was read of ``node``'s content before (taken back from a session file),
+        if it still shows that content; an entry for other content is dropped."""
+        entries = self._saved.entries()
+        read = entries.get(node.id)
+        if read is None or read.fits(node.content_digest()):
+            return read
+        del entries[node.id]
+        return None
+
+    def _sync(
+        self,
+        refs: ReferenceGraph | None,
+        node: TextNode,
+        read: FileTerms | None = None,
+        *,
+        outlined: bool = False,
+    ) -> None:
         """Hold ``node`` in the reference graph (when one is kept now) at its version, and
         note whether it changed since it was added (edited, or its state set: the model
-        opened it). With ``outlined`` (a changed file, whose outline the projection makes
-        too: its summary, its cuts) its definitions are read from its outline
-        (:meth:`TextNode.defined_names`), parsed once for all three."""
-        if refs is not None:
-            named = node.defined_names if outlined else None
-            refs.update(node.id, node.version, node.path, node.content, named)
+        opened it). Its definitions and references come from ``read`` when it has them
+        (what was read of its content before), else from its content; with ``outlined``
+        (a changed file, whose outline the projection makes too: its summary, its cuts)
+        its definitions are read from its outline (:meth:`TextNode.defined_names`),
+        parsed once for all three."""
+        if refs is not None and not refs.holds(node.id, node.version):
+            names = None if read is None else read.names()
+            if names is not None:
+                refs.hold(node.id, node.version, *names)
+            else:
+                named = node.defined_names if outlined else None
+                refs.update(node.id, node.version, node.path, node.content, named)
         if node.version > 0:
             self._attended[node.id] = node.seq
         else:
             self._attended.pop(node.id, None)
+
+    def pack(self, files: Sequence[tuple[TextNode, bytes]], made_by: str) -> str:
+        """What a session file keeps of what the ranking read of the content of each of
+        ``files`` (a node, the digest of the content it shows): :func:`~dagctx.projection.
+        file_terms.pack` of :meth:`reads`, ``made_by`` naming this code. What it wrote is
+        held from then on as read before, so that a next save writes it as it is."""
+        reads = self.reads([node for node, _ in files])
+        listed = zip(files, reads, strict=True)
+        text, written = pack([(node.id, digest, read) for (node, digest), read in listed], made_by)
+        self._saved.keep(written)
+        return text
+
+    def reads(self, nodes: Iterable[TextNode]) -> list[Read | None]:
+        """What was read of each of ``nodes``' content for the ranking, where it is known
+        for the content the node shows now (at its version; or taken back and still
+        fitting), else None: what a session file keeps of them
+        (:func:`~dagctx.projection.file_terms.pack_columns`). A reference graph being read
+        in a worker thread is waited for."""
+        index = self._index
+        docs = {} if index is None else index.docs
+        refs = self._refs
+        if refs is None and self._pending is not None:
+            refs = self._pending.result()
+        found: list[Read | None] = []
+        for node in nodes:
+            doc = docs.get(node.id)
+            names = None if refs is None else refs.names(node.id, node.version)
+            if doc is not None and doc[0] == node.version:
+                assert index is not None
+                counts = doc[1]
+                if not isinstance(counts, FileTerms):  # as a save wrote it, if it did
+                    counts = self._read_before(node) or counts
+                if names is None and isinstance(counts, FileTerms):
+                    names = counts.names()
+                found.append(Read(counts, doc[2], index.defined[node.id], names))
+                continue
+            read = self._read_before(node)
+            if read is not None:
+                found.append(Read(read, read.length, read.defined, names or read.names()))
+            else:
+                found.append(None)
+        return found
 
     @property
     def later(self) -> bool:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 from dagctx._quote import inline
 from dagctx.nodes.base import Node, NodeState
 from dagctx.nodes.text import TextNode
+from dagctx.projection.file_terms import SavedReads
 from dagctx.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -145,6 +146,7 @@ class SectionCache:
         "_parked",
         "_variants",
         "counter",
+        "file_terms",
         "junction",
         "projector",
         "renders",
@@ -162,6 +164,10 @@ class SectionCache:
         self.renders_at = [0] * len(_STATES)
         #: The incremental projector of the graph this cache serves (set by it).
         self.projector: object | None = None
+        #: What the ranking read of each file's content, by node id, taken back from a
+        #: session file (:mod:`dagctx.projection.file_terms`): the projector's relevance
+        #: uses an entry while its node shows that content.
+        self.file_terms = SavedReads()
         self._focus: str | None = None  # what outlines are rendered for (refocus)
         self._mentions: Callable[[str], bool] | None = None
         # node id → (version, its focused outline's section text; None: the one without)

@@ -20,6 +20,9 @@ this module owns the layout, the schema version and the atomicity:
   nothing changed (:mod:`dagctx.session.resume`): its head as text (a digest, then
   JSON: :mod:`dagctx.projection.saved`) and its account as a blob, both read back as
   bytes, as written (their checks are the reader's: a damaged one is not an error here);
+  ``session_file_terms`` (at most one row) what the ranking read of the text nodes'
+  content (:mod:`dagctx.projection.file_terms`), JSON read back as text (the block of
+  text nodes names its digest; a file written before it has none);
   ``session_traces`` the traces the graph's trace log kept, by their absolute position
   in it; ``session_trace_span`` (one row) which trace log they come from (its
   ``log_id``) and their span of positions; ``session_context_checkpoints`` the root
@@ -121,6 +124,9 @@ CREATE TABLE IF NOT EXISTS session_columns (type TEXT PRIMARY KEY, data TEXT NOT
 CREATE TABLE IF NOT EXISTS session_projection (
     id INTEGER PRIMARY KEY CHECK (id = 0), head TEXT NOT NULL, account BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS session_file_terms (
+    id INTEGER PRIMARY KEY CHECK (id = 0), data TEXT NOT NULL
+);
 """
 _SESSION_TABLES = (
     "session_info",
@@ -131,6 +137,7 @@ _SESSION_TABLES = (
     "session_checkpoints",
     "session_context_checkpoints",
     "session_projection",
+    "session_file_terms",
 )  # rewritten whole at each save (traces are not: see the module docstring)
 
 
@@ -173,6 +180,9 @@ class SessionData:
     #: Whether the node rows and column blocks read are the ones written with their token
     #: counts (:func:`nodes_digest`): only then does a load take the counts back.
     counts_intact: bool = False
+    #: What the ranking read of the text nodes' content as JSON text (None: nothing
+    #: saved), written and read as it is (:mod:`dagctx.projection.file_terms` checks it).
+    file_terms: str | None = None
 
 
 _TIMEOUT = 30.0  # seconds a save or load waits for another process's lock
@@ -454,6 +464,7 @@ def _encode(data: SessionData) -> dict[str, list[tuple[Any, ...]]]:
             (cp["version"], _json(cp, "context checkpoint")) for cp in data.context_checkpoints
         ],
         "session_projection": [] if data.projection is None else [(0, *data.projection)],
+        "session_file_terms": [] if data.file_terms is None else [(0, data.file_terms)],
     }
 
 
@@ -564,6 +575,9 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
         if "session_projection" in tables
         else []
     )
+    file_terms = (  # none in a file written before them
+        rows("SELECT data FROM session_file_terms") if "session_file_terms" in tables else []
+    )
     trace_rows = rows(
         "SELECT position, node_id, old_version, new_version, description, at, derived"
         " FROM session_traces ORDER BY position"
@@ -600,6 +614,7 @@ def _decode(conn: sqlite3.Connection, where: str) -> SessionData:
         columns=columns,
         projection=saved[0] if saved else None,
         counts_intact=intact,
+        file_terms=file_terms[0][0] if file_terms and type(file_terms[0][0]) is str else None,
     )
 
 

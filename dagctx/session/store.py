@@ -11,6 +11,12 @@ a whole session in one file (default ``<root>/.dagctx/session.db``):
   what changed in them), the id counters, the turn count and where the next tick's
   changes start, the budget and the encoding;
 - the root task context: task id, config, state, token usage and its checkpoints;
+- what the ranking read of each text node's content (its term counts and names:
+  :meth:`~dagctx.projection.relevance.Relevance.reads`, a reference graph still being
+  read waited for), beside the block of text nodes, which names its digest; a load hands
+  it to the projection (:attr:`~dagctx.projection.sections.SectionCache.file_terms`),
+  which takes it back for the files that still show what it was read from (a file saved
+  before it, or by other code, has none: every file is read again when a focus needs it);
 - the projection a resume's first tick makes when nothing changed
   (:func:`dagctx.session.resume.plan_to_save`; a PostgreSQL row keeps none), which the
   load offers back to that tick (:func:`dagctx.session.resume.offer`).
@@ -46,7 +52,9 @@ raises :class:`~dagctx.errors.CheckpointError` (closing whatever it had built). 
 reads and rebuilds, Python's cyclic garbage collector is paused (:func:`_collector_paused`):
 a load makes tens of thousands of objects that all stay alive, and each collection the
 allocations would set off walks every one of them again (a fifth of a resume of 10k files);
-then they go to the collector's oldest generation unwalked.
+then they go to the collector's oldest generation unwalked. A save to a file pauses it too:
+its rows and what the ranking read of each file are as many objects, and the collections
+they set off walked the whole session (half of a save of 10k files).
 """
 
 from __future__ import annotations
@@ -75,6 +83,10 @@ from dagctx.errors import (
 from dagctx.graph import GraphData, StructureCheckpoint
 from dagctx.nodes.base import Node, NodeState, of_types
 from dagctx.nodes.registry import resolve_node_type
+from dagctx.nodes.text import TextNode
+from dagctx.projection.file_terms import SavedReads, digest_of
+from dagctx.projection.projector import Projector
+from dagctx.projection.relevance import Relevance
 from dagctx.runtime.coordination_pg import repository_identity
 from dagctx.session.file import (
     SessionData,
@@ -84,7 +96,7 @@ from dagctx.session.file import (
     write_session_file,
 )
 from dagctx.session.file_pg import read_session_pg, split_name, write_session_pg
-from dagctx.session.resume import offer, plan_to_save
+from dagctx.session.resume import made_by, made_here, offer, plan_to_save
 
 if TYPE_CHECKING:
     from dagctx.session import Session
@@ -131,7 +143,8 @@ def save(session: Session, path: str | os.PathLike[str] | None = None) -> Path |
     if not session._file_generations:  # a new session's first save (load registers it)
         _release_at_close(session)
     expected = session._file_generations.get(key)
-    generation = write_session_file(target, _dump(session), expected, owner=session)
+    with _collector_paused():  # as a load: a save walks and makes as many objects
+        generation = write_session_file(target, _dump(session), expected, owner=session)
     session._file_generations[key] = generation
     return target
 
@@ -229,6 +242,8 @@ section token counts, :meth:`~dagctx.projection.sections.SectionCache.saved`).""
 
 
 def _dump(session: Session, *, with_projection: bool = True) -> SessionData:
+    with_file_terms = with_projection  # a PostgreSQL row keeps neither
+    file_terms = None
     state = session.graph.dump()
     refs: dict[int, int] = {}  # id(node) → ref; a node shared by checkpoints is stored once
     nodes: list[tuple[int, bool, int, float | None, dict[str, Any]]] = []
@@ -276,6 +291,14 @@ def _dump(session: Session, *, with_projection: bool = True) -> SessionData:
         kept = [list(column) for column in zip(*session_rows, strict=True)]
         block: dict[str, Any] = dict(zip(_SESSION_COLUMNS, kept, strict=True))
         block.update(kind.to_columns(saved))
+        if kind is TextNode and with_file_terms:
+            files = [
+                (node, bytes.fromhex(snapshot["digest"]))
+                for node, snapshot in saved
+                if isinstance(node, TextNode)
+            ]
+            file_terms = _pack_reads(session, files)
+            block[FILE_TERMS] = [digest_of(file_terms)] * len(files)
         columns[kind.type_name] = block
     return SessionData(
         info={
@@ -297,7 +320,22 @@ def _dump(session: Session, *, with_projection: bool = True) -> SessionData:
         context_checkpoints=context.pop("checkpoints"),
         columns=columns,
         projection=plan_to_save(session, not rereads) if with_projection else None,
+        file_terms=file_terms,
     )
+
+
+FILE_TERMS = "file_terms"
+"""The column of the text nodes' block naming the digest of what the ranking read of
+them (saved beside them: :func:`dagctx.projection.file_terms.digest_of`)."""
+
+
+def _pack_reads(session: Session, files: list[tuple[TextNode, bytes]]) -> str:
+    """What the file keeps of what the ranking read of ``files`` (:meth:`Projector.
+    pack_reads`; without a projector, what was taken back at the load and still fits)."""
+    live = session.cache.projector
+    if isinstance(live, Projector) and live.graph is session.graph:
+        return live.pack_reads(files, made_by())
+    return Relevance(session.cache.file_terms).pack(files, made_by())
 
 
 def _dump_context(context: Context) -> dict[str, Any]:
@@ -381,6 +419,11 @@ def _fill(session: Session, data: SessionData, saved_root: str, where: str) -> N
             if ref in restored:
                 raise CheckpointError(f"session file {where} holds node {ref} twice", value=ref)
             restored[ref] = entry
+        if type_name == TextNode.type_name and isinstance(block, dict) and data.counts_intact:
+            # (else a file edited by hand: every file is read again when a focus needs it)
+            digest = block.get(FILE_TERMS)
+            digest = digest[0] if type(digest) is list and digest else None
+            session.cache.file_terms = SavedReads(data.file_terms, digest, made_here)
     by_ref: dict[int, Node] = {ref: restored[ref][0] for ref in sorted(restored)}
     session._add_loaded([row[0] for row in map(restored.__getitem__, by_ref) if row[1]])
     if data.counts_intact:  # else every node is counted again (a file edited by hand)
