@@ -144,6 +144,32 @@ class TestTakenBack:
             assert again.projection.text == from_scratch(resumed, again).text
             assert again.projection.text != second.projection.text  # the README moved
 
+    def test_a_relevel_after_a_save_checks_no_file_the_ranking_holds_as_it_is(
+        self, tree: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # a save keeps what it wrote for the next save; a new layout (a file created)
+        # levels every file again, and the files the index holds at their version are
+        # not compared with what was read before (a digest of each content)
+        checked: list[bytes] = []
+        fits = FileTerms.fits
+
+        def fits_spy(read: FileTerms, digest: bytes) -> bool:
+            checked.append(digest)
+            return fits(read, digest)
+
+        session = Session(tree, budget=BUDGET)
+        with session:
+            tracker = TreeTracker(session, ".")
+            _focused(session)
+            session.save()
+            monkeypatch.setattr(FileTerms, "fits", fits_spy)
+            (tree / "pkg0" / "header.py").write_text("def checksum():\n    return 0\n")
+            session.queue_result(tracker.load)
+            result = session.tick()
+            assert "pkg0/header.py" in result.projection.text
+            assert checked == []
+            assert result.projection.text == from_scratch(session, result).text
+
 
 def _drop_the_row(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE session_file_terms")  # as the previous version wrote

@@ -787,10 +787,11 @@ class Relevance:
         if index is None or changed is None:
             index = self._index = index or Bm25Index()
             texts = [n for i, n in enumerate(nodes) if not ref[i] and isinstance(n, TextNode)]
-            reads = list(map(self._read_before, texts))
             if self._refs is None and self._pending is not None:
                 self._refs, self._pending = self._pending.result(), None
+            reads: list[FileTerms | None] | None = None  # (None: looked up where needed)
             if self._refs is None and len(texts) > LATER_FILES:
+                reads = list(map(self._read_before, texts))
                 self._pending = GraphBuild(
                     [
                         (n.id, n.version, n.path, _source(n, read))
@@ -802,7 +803,8 @@ class Relevance:
             refs = self._refs
             self._attended = {}
             present = set()
-            for node, read in zip(texts, reads, strict=True):
+            for k, node in enumerate(texts):
+                read = reads[k] if reads is not None else self._needed_read(index, refs, node)
                 index.update(node, read)
                 self._sync(refs, node, read)
                 present.add(node.id)
@@ -844,6 +846,17 @@ class Relevance:
             else:
                 lexical.pop(nid, None)
         return lexical
+
+    def _needed_read(
+        self, index: Bm25Index, refs: ReferenceGraph | None, node: TextNode
+    ) -> FileTerms | None:
+        """:meth:`_read_before` of ``node``, unless the index and the reference graph (if
+        one is kept now) hold it at its version already (no digest made then)."""
+        doc = index.docs.get(node.id)
+        held = doc is not None and doc[0] == node.version
+        if held and (refs is None or refs.holds(node.id, node.version)):
+            return None
+        return self._read_before(node)
 
     def _read_before(self, node: TextNode) -> FileTerms | None:
         """What was read of ``node``'s content before (taken back from a session file),
