@@ -19,7 +19,7 @@ from itertools import islice
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scratch_support import from_scratch
 
@@ -169,6 +169,42 @@ class TestTakenBack:
             assert "pkg0/header.py" in result.projection.text
             assert checked == []
             assert result.projection.text == from_scratch(session, result).text
+
+
+_edit = st.tuples(
+    st.sampled_from(["edit", "focus", "delete", "create", "touch"]), st.integers(0, 11)
+)
+
+
+class TestOfflineEdits:
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(edits=st.lists(_edit, max_size=5), later=st.booleans())
+    def test_a_focused_resume_after_any_offline_edits_projects_as_from_scratch(
+        self, tmp_path_factory: pytest.TempPathFactory, edits: list[tuple[str, int]], later: bool
+    ) -> None:
+        root = tmp_path_factory.mktemp("edits") / "repo"
+        _write_tree(root)
+        limit = 4 if later else relevance.LATER_FILES  # the graph read later, or at once
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(relevance, "LATER_FILES", limit)
+            _cold_saved(root)
+            for kind, i in edits:
+                path = root / f"pkg{i % 3}" / f"mod{i}.py"
+                if kind == "edit" and path.exists():
+                    path.write_text(f"def changed_{i}():\n    return {len(edits)}\n")
+                elif kind == "focus" and path.exists():  # ranked up by the focus words
+                    path.write_text(f"def parse_header_checksum_{i}():\n    return {i}\n")
+                elif kind == "delete":
+                    path.unlink(missing_ok=True)
+                elif kind == "create":
+                    (root / f"pkg{i % 3}" / f"header{i}.py").write_text("CHECKSUM = 1\n")
+                elif kind == "touch" and path.exists():
+                    path.write_text(path.read_text())
+            session, result = _resumed(root)
+            with session:
+                assert result.projection.text == from_scratch(session, result).text
+                again = session.tick()  # with the reference graph (taken when read later)
+                assert again.projection.text == from_scratch(session, again).text
 
 
 def _drop_the_row(conn: sqlite3.Connection) -> None:

@@ -22,7 +22,10 @@ in a string of codes is one of its codes, whole: whether a file holds a term is 
 substring test (:meth:`FileTerms.__contains__`, at C speed), and a string of codes is
 split by one regular expression (:data:`_CODE`). A file's terms are its codes, those
 counted most first: ``counts`` holds (count, end) pairs, the codes before character
-``end`` counted ``count`` times, the others once.
+``end`` counted ``count`` times, the others once. A save whose files are mostly ones taken
+back numbers its words after the vocabulary they came with and writes them as they are
+(:func:`_base`: unless that vocabulary has grown to twice what it held when made afresh);
+what a save wrote is held as taken back, for the next save.
 
 A vocabulary holds at most :data:`MOST_WORDS` words; a file using a word beyond them is
 saved without what the ranking read (it is read again after a load). Pure data: imports

@@ -909,9 +909,8 @@ class Relevance:
     def reads(self, nodes: Iterable[TextNode]) -> list[Read | None]:
         """What was read of each of ``nodes``' content for the ranking, where it is known
         for the content the node shows now (at its version; or taken back and still
-        fitting), else None: what a session file keeps of them
-        (:func:`~dagctx.projection.file_terms.pack_columns`). A reference graph being read
-        in a worker thread is waited for."""
+        fitting), else None: what a session file keeps of them (:meth:`pack`). A
+        reference graph being read in a worker thread is waited for."""
         index = self._index
         docs = {} if index is None else index.docs
         refs = self._refs
