@@ -265,6 +265,38 @@ class TestStates:
             "text_1 is already COLLAPSED."
         )
 
+    def test_asking_for_the_state_a_node_has_says_what_the_projection_did(
+        self, project: Path, session: Session, tools: dict[str, SessionTool]
+    ) -> None:
+        (project / "big.txt").write_text("".join(f"line {i} of a long file\n" for i in range(900)))
+        big = session.text("big.txt")
+        session.set_budget(120)
+        shown = session.tick().projection
+        assert shown.degraded[big.id] == (NodeState.DETAILS, NodeState.DETAILS)  # a cut
+        cut = call(tools["set_node_state"], node_id=big.id, state="details")
+        assert cut.startswith(f"{big.id} is already DETAILS, but the last projection showed it")
+        assert "(cut to " in cut and cut.endswith("; read_file('big.txt') reads the rest.")
+        for i in range(12):
+            (project / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+            session.text(f"m{i}.py")
+        shown = session.tick().projection
+        assert shown.omitted == [big.id]
+        assert call(tools["set_node_state"], node_id=big.id, state="details") == (
+            f"{big.id} is already DETAILS, but the last projection left it out"
+            f" ({shown.reasons[big.id].removeprefix('left out: ')});"
+            " open_file('big.txt') puts it ahead of the files not opened."
+        )
+        small = next(n for n in session.text_nodes("m0.py"))
+        assert shown.degraded[small.id] == (NodeState.DETAILS, NodeState.COLLAPSED)
+        assert call(tools["set_node_state"], node_id=small.id, state="details").endswith(
+            "open_file('m0.py') puts it ahead of the files not opened."
+        )
+        session.set_budget(30_000)
+        session.tick()
+        assert call(tools["set_node_state"], node_id=big.id, state="details") == (
+            f"{big.id} is already DETAILS."
+        )
+
     def test_hide_node_leaves_it_out(self, session: Session, tools: dict[str, SessionTool]) -> None:
         node = session.text("src/auth.py")
         assert call(tools["hide_node"], node_id="text_1").startswith("Hid text_1;")

@@ -259,7 +259,7 @@ def set_node_state(session: Session, node_id: str, state: str) -> str:
     if isinstance(node, str):
         return node
     if node.state == wanted:
-        return f"{node.id} is already {wanted.name}."
+        return f"{node.id} is already {wanted.name}{_shown_less(session, node)}."
     old = node.state
     node.set_state(wanted)
     return (
@@ -417,6 +417,27 @@ def _find(session: Session, node_id: str) -> Node | str:
         return session.get(node_id)
     except DagctxError:
         return Refusal(f"No node {node_id!r}; list_nodes shows the ids.")
+
+
+def _shown_less(session: Session, node: Node) -> str:
+    """What the last projection did to `node` when it showed less than the node asks
+    for (left it out, cut or degraded it to fit the budget) and, for a file, which tool
+    shows more (open_file raises it, read_file reads the lines a cut left out); "" when
+    it showed the node as asked."""
+    last = session.last_projection
+    if last is None or (node.id not in last.degraded and node.id not in last.omitted):
+        return ""
+    why = last.reasons.get(node.id) or "budget"
+    done = "left it out" if node.id in last.omitted else "showed it at less"
+    why = why.removeprefix("left out: ")
+    hint = ""
+    if isinstance(node, TextNode):
+        requested, rendered = last.degraded.get(node.id, (node.state, NodeState.HIDDEN))
+        if rendered == requested:  # a cut: the lines the projection left out
+            hint = f"; read_file({node.path!r}) reads the rest"
+        else:
+            hint = f"; open_file({node.path!r}) puts it ahead of the files not opened"
+    return f", but the last projection {done} ({why}){hint}"
 
 
 def _already_open(
