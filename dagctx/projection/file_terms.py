@@ -199,7 +199,7 @@ class FileTerms:
 class Read:
     """What the ranking holds of one file to save: its term counts (a mapping, or the
     :class:`FileTerms` it was taken back from), their sum, its defined-names list, and
-    its definitions and references (None: not read)."""
+    its definitions and references (None: not read, or those of the :class:`FileTerms`)."""
 
     counts: Mapping[str, int] | FileTerms
     length: int

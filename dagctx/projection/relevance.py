@@ -925,15 +925,10 @@ class Relevance:
                 counts = doc[1]
                 if not isinstance(counts, FileTerms):  # as a save wrote it, if it did
                     counts = self._read_before(node) or counts
-                if names is None and isinstance(counts, FileTerms):
-                    names = counts.names()
                 found.append(Read(counts, doc[2], index.defined[node.id], names))
                 continue
-            read = self._read_before(node)
-            if read is not None:
-                found.append(Read(read, read.length, read.defined, names or read.names()))
-            else:
-                found.append(None)
+            read = self._read_before(node)  # (its own names, if the graph has none)
+            found.append(None if read is None else Read(read, read.length, read.defined, names))
         return found
 
     @property
