@@ -808,6 +808,30 @@ class TestBreadthBeforeDepth:
         assert "tests/test_shell.py" not in shown and unrelated in p.omitted, p.explain()
         assert "left out" in p.text
 
+    @pytest.mark.parametrize("budget", [1000, 4000, 8000])
+    def test_a_file_cut_to_a_share_takes_the_room_nothing_else_uses(
+        self, tmp_path: Path, budget: int
+    ) -> None:
+        """A file raised above the others (``open_file``'s priority) and too long to keep
+        whole is cut to TOP_CUT_SHARE of the room while other files relate to the focus;
+        when they are all shown and room is left, the cut grows into it. It stayed at
+        its share: 2,451 of 8,000 tokens, the rest empty (found by the MCP client run)."""
+        (tmp_path / "big.py").write_text(
+            "".join(f"def f{i}(x):\n    return x + {i}  # words\n\n" for i in range(700))
+        )
+        (tmp_path / "greet.py").write_text("def greet(name):\n    return 'hi ' + name\n")
+        with Session(tmp_path, budget=budget) as s:
+            big = s.text("big.py")
+            s.text("greet.py")
+            s.focus("greet the name")
+            s.tick()
+            big.priority = big.priority + 5
+            p = s.tick().projection
+            cut = next(x for x in p.sections if x.node_id == big.id)
+            assert cut.cut_lines and p.tokens <= budget
+            assert cut.tokens > budget * allocation.TOP_CUT_SHARE // 100, p.explain()
+            assert p.tokens > budget * 90 // 100, p.explain()
+
     def test_unrelated_files_are_left_out_before_a_related_file_degrades(
         self, tmp_path: Path
     ) -> None:

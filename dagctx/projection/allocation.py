@@ -1150,6 +1150,10 @@ class Allocation:
         for i in self.least:  # the best files first: what is left deepens their cuts
             self._grow(i, avail - self.total)
         self._cut(avail)
+        # files cut to a share, the best first, take what no other file could use
+        for i in ([top] if keep else []) + list(cuts):
+            if i in self.cut:
+                self._grow(i, avail - self.total)
 
     def _drop_bare_groups(self) -> None:
         """Leave out every group shown expanded whose children are all left out (or that
@@ -1638,12 +1642,15 @@ class Allocation:
                 return
 
     def _grow(self, i: int, room: int) -> None:
-        """Show the least cut of entry ``i`` (:meth:`_least_cut`) at the highest step
-        that fits in its tokens plus ``room``, when that shows more lines."""
+        """Show the cut of entry ``i`` at the highest step that fits in its tokens plus
+        ``room``, when that shows more lines: its focused cut, or where that shows no
+        more than the outline, the cut without a focus (as :meth:`_apply_cut` chose)."""
         if room <= 0:
             return
         have = self.cut[i]
-        _, best, _ = self._best_cut(i, have[2] + room, focused=True)
+        _, best, adds = self._best_cut(i, have[2] + room, focused=True)
+        if not adds and self.focus is not None:
+            _, best, _ = self._best_cut(i, have[2] + room, focused=False)
         if best[0] > have[0] and best[2] <= have[2] + room:
             self.cut[i] = best
             self.total += best[2] - have[2]
