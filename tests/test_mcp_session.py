@@ -365,6 +365,23 @@ class TestKnowledge:
 
         drive(root, scenario)
 
+    def test_docs_beyond_those_indexed_are_counted_in_a_search(self, root: Path) -> None:
+        """The server indexes at most 500 doc files; the rest were left out without a
+        word (a search for a page past them found nothing, as if it did not exist). A
+        search's answer now says how many were not indexed and what reads them."""
+        for i in range(505):
+            (root / "docs" / f"page_{i:03d}.md").write_text(f"# Page {i}\n\nOn topic {i}.\n")
+
+        async def scenario(client: ClientSession, updates: Updates) -> None:
+            note = "(9 more doc files of the repository were not indexed; read_file reads"
+            found = reply(await call(client, "search_knowledge", query="zeppelin"))
+            assert found.startswith("1. docs/deploy.md") and note in found
+            missed = reply(await call(client, "search_knowledge", query="kubernetes"))
+            assert missed.startswith("No results for 'kubernetes' in 500 artifacts:")
+            assert note in missed
+
+        drive(root, scenario)
+
     def test_a_long_doc_comes_back_within_the_read_limit(self, root: Path) -> None:
         (root / "docs" / "big.md").write_text(
             "".join(f"- item {i:05d} of the list\n" for i in range(3000))

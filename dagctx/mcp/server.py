@@ -500,17 +500,21 @@ class SessionServer:
 
     def doc_paths(self, candidates: Iterable[Path] | None = None) -> list[Path]:
         """The files under the root that `DOC_FILES` names (at most 500, in order): among
-        `candidates` when given (they need not exist), else on the disk."""
+        `candidates` when given (they need not exist), else on the disk, noting how many
+        more there are for the knowledge tools to say (`UNINDEXED_KEY`)."""
         root = self.session.root
         if candidates is not None:
             return [
                 p for p in candidates if p.is_relative_to(root) and _is_doc(p.relative_to(root))
             ][:_MAX_DOCS]
+        from dagctx.tools.knowledge import UNINDEXED_KEY
+
         found: dict[Path, None] = {}
         for pattern in DOC_FILES:
             for path in sorted(root.glob(pattern)):
                 if not any(part.startswith(".") for part in path.relative_to(root).parts):
                     found.setdefault(path)
+        self.reading.state[UNINDEXED_KEY] = max(0, len(found) - _MAX_DOCS)
         return list(found)[:_MAX_DOCS]
 
     def add_docs(self, paths: Iterable[Path]) -> None:

@@ -48,6 +48,9 @@ __all__ = [
 
 WORKSPACE_KEY = "workspace"
 KNOWLEDGE_STORE_KEY = "knowledge_store"
+UNINDEXED_KEY = "unindexed_docs"
+"""``ctx.state`` key: how many of the host's doc files it left out of the knowledge store
+(``dagctx mcp`` indexes at most 500); a search's answer says so."""
 GREP_TIMEOUT = 1.0
 """Seconds a pattern may spend matching one artifact."""
 GREP_MAX_MATCHES = 200
@@ -185,10 +188,21 @@ def search_knowledge(ctx: Context, query: str, top_k: int = 5) -> str:
         return Refusal(f"Query {query!r} contains no words to search for.")
     results = store.search(query, top_k)
     if not results:
-        return f"No results for {query!r} in {_holding(store.names())}."
+        return f"No results for {query!r} in {_holding(store.names())}.{_unindexed(ctx)}"
     return "\n\n".join(
         f"{rank}. {r.name} (chunk {r.chunk_index}, score {r.score:.2f})\n{r.text.strip()}"
         for rank, r in enumerate(results, start=1)
+    ) + (f"\n\n{_unindexed(ctx).strip()}" if _unindexed(ctx) else "")
+
+
+def _unindexed(ctx: Context) -> str:
+    """`` (N doc files were not indexed ...)`` when the host left some out, else ``""``."""
+    left = ctx.state.get(UNINDEXED_KEY) or 0
+    if not isinstance(left, int) or left <= 0:
+        return ""
+    return (
+        f" ({left} more doc file{'s' * (left != 1)} of the repository"
+        f" {'were' if left != 1 else 'was'} not indexed; read_file reads any file.)"
     )
 
 
