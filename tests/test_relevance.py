@@ -560,6 +560,11 @@ class TestRanking:
             assert match_weight(name) == source, name
         assert match_weight("examples/test_demo.py") == KIND_WEIGHT[file_kind("test_a.py")]
         assert match_weight("examples/README.md") == KIND_WEIGHT[file_kind("a.md")]
+        # within a bucket too: sample code ranks as docs, below the project's own code
+        for name in ("examples/demo.py", "benchmarks/run.go", "tools/gen.py"):
+            assert tier(name, 10) == tier(name.rpartition(".")[0] + ".md", 10), name
+            assert tier(name, 10) < tier("pkg/" + name.rpartition("/")[2], 10), name
+        assert tier("examples/test_demo.py", 10) == tier("tests/test_demo.py", 10)
         (tmp_path / "pkg").mkdir()
         (tmp_path / "examples").mkdir()
         (tmp_path / "pkg" / "client.py").write_text(

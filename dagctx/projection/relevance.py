@@ -45,7 +45,8 @@ A text file's score has two parts:
   what a newcomer reads first (:func:`prior`): the README, the project's own code as
   outlines (shallow and long modules first), manifests, docs, samples, other files,
   tests, fixtures. With a focus it ranks the files of one bucket (:func:`tier`): source
-  files before docs, other files, tests, and fixtures or lockfiles; then files at most
+  files before docs and sample code, other files, tests, and fixtures or lockfiles; then
+  files at most
   one directory deep, then files of at most :data:`SMALL_LINES` lines. A focus set where
   there was none, or cleared, levels every file again.
 
@@ -215,9 +216,10 @@ def peripheral(level: int) -> bool:
 
 def tier(path: str, lines: int) -> int:
     """The rank of a file at ``path`` with ``lines`` lines among the files of its bucket
-    while a focus is set (0..19, higher is kept longer): its kind, then shallow, then
-    small (without a focus: :func:`prior`)."""
-    kind = file_kind(path)
+    while a focus is set (0..19, higher is kept longer): its kind (sample code,
+    :func:`sample`, as docs: below the project's own code, as its match counts), then
+    shallow, then small (without a focus: :func:`prior`)."""
+    kind = DOCS if sample(path) else file_kind(path)
     shallow = 2 if path.count("/") <= 1 else 0
     small = 1 if lines <= SMALL_LINES else 0
     return kind * 4 + shallow + small
