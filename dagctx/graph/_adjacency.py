@@ -32,7 +32,7 @@ user. Imports networkx only.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import ClassVar, Protocol
 
 import networkx as nx
@@ -187,6 +187,19 @@ class Adjacency:
             shared = (parent,)
             for child in kids:
                 nodes[child]._parent_ids = shared
+
+    def set_orders(
+        self, children: Mapping[str, Sequence[str]], parents: Mapping[str, Sequence[str]]
+    ) -> None:
+        """Give each parent of ``children`` its children and each child of ``parents`` its
+        parents, each in the order given, in a graph without edges (``children`` and
+        ``parents`` naming the same edges): both orders of a loaded graph, which no
+        sequence of :meth:`add_edge` calls can always make."""
+        for parent, kids in children.items():
+            self._children[parent] = _row(kids)
+        nodes = self._nodes
+        for child, ranked in parents.items():
+            nodes[child]._parent_ids = tuple(ranked)
 
     def remove_edge(self, parent: str, child: str) -> None:
         """Remove the edge ``parent → child`` (which must exist)."""

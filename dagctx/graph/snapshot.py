@@ -11,7 +11,7 @@ and raises :class:`~dagctx.errors.GraphLoadError` (naming the bad value) when on
 
 - every id an edge or a root names is a node of the data; no node id twice;
 - no edge repeated (the same parent and child, or two edges at one position);
-- acyclic (both the edges and the order they must be inserted in);
+- acyclic (following the parents never comes back to a node);
 - the roots are exactly the nodes without parents, each once;
 - the clock and the id counters are ints in range; the trace start is not negative.
 
@@ -21,7 +21,6 @@ Part of :mod:`dagctx.graph`: it writes the graph's private fields; imports only
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from graphlib import CycleError as GraphlibCycleError
 from graphlib import TopologicalSorter
@@ -98,7 +97,7 @@ def load_graph(graph: ContextGraph, data: GraphData) -> None:
     if clash is not None or any(graph._adj.succ.values()) or graph._checkpoints:
         raise GraphLoadError("load needs a new graph (only nodes of the data added)", value=clash)
     rows = _forest_rows(data.edges, known)
-    order = _insertion_order(data.edges, known) if rows is None else []
+    orders = _orders(data.edges, known) if rows is None else ({}, {})
     children_of = {child for _, _, child, _ in data.edges}
     parentless_ids = [nid for nid in ids if nid not in children_of]
     roots = data.roots
@@ -113,7 +112,7 @@ def load_graph(graph: ContextGraph, data: GraphData) -> None:
         if node.graph is None:
             graph.add(node)
     if rows is None:
-        graph._adj.add_edges(order)
+        graph._adj.set_orders(*orders)
     else:
         graph._adj.add_rows(rows)
     graph._roots = dict.fromkeys(roots)
@@ -135,7 +134,7 @@ def _forest_rows(edges: list[Edge], known: set[str]) -> dict[str, list[str]] | N
     node is a child twice (so each has one parent, at rank 0), a parent's positions are
     distinct ints, and following the parents never comes back to a node: a forest, as a
     watched tree of directories is, checked in bulk. None for any other edges, which
-    :func:`_insertion_order` checks one by one (and names what breaks)."""
+    :func:`_orders` checks edge by edge (and names what breaks)."""
     if not edges:
         return {}
     parents, positions, children, ranks = zip(*edges, strict=True)
@@ -170,12 +169,13 @@ def _parent_and_position(edge: Edge) -> tuple[str, int]:
     return edge[0], edge[1]
 
 
-def _insertion_order(edges: list[Edge], known: set[str]) -> list[tuple[str, str]]:
-    """The edges in an order that gives every node both its saved children order and its
-    saved parents order when inserted one by one. When no node has two parents (a tree,
-    as a watched directory is) that is each parent's children in position order, and the
-    cycle check follows parent links; otherwise the constraints are sorted
-    topologically.
+def _orders(
+    edges: list[Edge], known: set[str]
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Each parent's children in position order and each child's parents in rank order,
+    as saved: both set at once (:meth:`Adjacency.set_orders`), since inserting the edges
+    one by one cannot always give both (node 2's children [3, 1] and node 4's [1, 3],
+    while 1's parents are [2, 4] and 3's [4, 2], each ask for the other's edge first).
 
     Raises:
         GraphLoadError: an unknown id, a repeated edge or position, or a cycle.
@@ -196,20 +196,17 @@ def _insertion_order(edges: list[Edge], known: set[str]) -> list[tuple[str, str]
         of_child[rank] = parent
     if all(len(ranked) == 1 for ranked in parents.values()):
         _check_tree(parents)
-        return [(p, ranked[i]) for p, ranked in kids.items() for i in sorted(ranked)]
-    before: dict[tuple[str, str], list[tuple[str, str]]] = {
-        (parent, child): [] for parent, _, child, _ in edges
-    }  # edge → edges inserted first
-    for table, as_edge in ((kids, _down), (parents, _up)):
-        for nid, ranked in table.items():
-            ordered = [as_edge(nid, ranked[i]) for i in sorted(ranked)]
-            for earlier, later in itertools.pairwise(ordered):
-                before[later].append(earlier)
-    try:
-        TopologicalSorter({c: list(ps.values()) for c, ps in parents.items()}).prepare()
-        return list(TopologicalSorter(before).static_order())
-    except GraphlibCycleError as exc:
-        raise GraphLoadError(f"the edges close a cycle: {exc.args[1]}", value=exc.args[1]) from exc
+    else:
+        try:
+            TopologicalSorter({c: list(ps.values()) for c, ps in parents.items()}).prepare()
+        except GraphlibCycleError as exc:
+            cycle = exc.args[1]
+            raise GraphLoadError(f"the edges close a cycle: {cycle}", value=cycle) from exc
+    return _in_order(kids), _in_order(parents)
+
+
+def _in_order(table: dict[str, dict[int, str]]) -> dict[str, list[str]]:
+    return {nid: [ranked[i] for i in sorted(ranked)] for nid, ranked in table.items()}
 
 
 def _check_tree(parents: dict[str, dict[int, str]]) -> None:
@@ -229,14 +226,6 @@ def _check_tree(parents: dict[str, dict[int, str]]) -> None:
             on_path.add(nid)
             nid = parent_of.get(nid)
         settled.update(path)
-
-
-def _down(parent: str, child: str) -> tuple[str, str]:
-    return (parent, child)
-
-
-def _up(child: str, parent: str) -> tuple[str, str]:
-    return (parent, child)
 
 
 __all__ = ["CLOCK_LIMIT", "Edge", "GraphData", "dump_graph", "load_graph"]
