@@ -187,12 +187,14 @@ def search_knowledge(ctx: Context, query: str, top_k: int = 5) -> str:
     if not tokenize(query):
         return Refusal(f"Query {query!r} contains no words to search for.")
     results = store.search(query, top_k)
+    left_out = _unindexed(ctx)
     if not results:
-        return f"No results for {query!r} in {_holding(store.names())}.{_unindexed(ctx)}"
-    return "\n\n".join(
+        return f"No results for {query!r} in {_holding(store.names())}.{left_out}"
+    found = "\n\n".join(
         f"{rank}. {r.name} (chunk {r.chunk_index}, score {r.score:.2f})\n{r.text.strip()}"
         for rank, r in enumerate(results, start=1)
-    ) + (f"\n\n{_unindexed(ctx).strip()}" if _unindexed(ctx) else "")
+    )
+    return f"{found}\n\n{left_out.strip()}" if left_out else found
 
 
 def _unindexed(ctx: Context) -> str:
